@@ -1,0 +1,216 @@
+"""How a property is declared, what it receives, and how it reports a violation.
+
+A property is a function registered with :func:`clause_property`. It receives
+:class:`Parts` (one factory per component: the adapter's where it has one, the
+reference's elsewhere) and returns a :class:`Runnable` built with :func:`stateless`
+(a ``@given`` test) or :func:`machine` (a ``RuleBasedStateMachine`` class). The runner
+applies the profile's settings, runs it, and turns the outcome into clause verdicts.
+
+A property states its clause with :func:`check`, which raises :class:`ClauseViolation`
+naming the clause. Any other exception escaping a run is an *error* of the
+implementation, not a clause verdict: the zoo meta-tests insist that every bug is
+caught by a failed clause assertion.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hypothesis import settings as Settings
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+
+from spec.components import (
+    BlockHasher,
+    Encoder,
+    EncoderCacheManager,
+    EngineLoop,
+    Hasher,
+    Processor,
+    SchedulingHook,
+    Splice,
+    WorkerStore,
+)
+from spec.adapter import EngineParts
+from spec.types import EngineConfig, ProcessorConfig, SchedulerConfig
+
+ComponentName = Literal[
+    "processor",
+    "hasher",
+    "encoder",
+    "encoder_cache_manager",
+    "splice",
+    "scheduling_hook",
+    "block_hasher",
+    "worker_store",
+    "engine_loop",
+]
+
+
+class ClauseViolation(AssertionError):
+    """A clause of SPEC.md does not hold. The message is in the spec's vocabulary."""
+
+    def __init__(self, clause: str, message: str) -> None:
+        super().__init__(f"[{clause}] {message}")
+        self.clause = clause
+        self.detail = message
+
+
+def check(condition: bool, clause: str, message: str) -> None:
+    """Assert ``condition``; otherwise raise :class:`ClauseViolation` for ``clause``."""
+    if not condition:
+        raise ClauseViolation(clause, message)
+
+
+def expect_error(
+    clause: str, error_type: type[BaseException], action: Callable[[], object], what: str
+) -> BaseException:
+    """Run ``action`` and insist it raises ``error_type``; a silent return or another
+    exception type is a violation of ``clause`` (typed errors are part of the spec)."""
+    try:
+        action()
+    except error_type as e:
+        return e
+    except Exception as e:  # noqa: BLE001 - any other type is the violation we report
+        raise ClauseViolation(
+            clause, f"{what}: expected {error_type.__name__}, got {type(e).__name__}: {e}"
+        ) from e
+    raise ClauseViolation(clause, f"{what}: expected {error_type.__name__}, nothing was raised")
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The component factories a property may use, and who implements each."""
+
+    processor: Callable[[ProcessorConfig], Processor]
+    hasher: Callable[[], Hasher]
+    encoder: Callable[[int], Encoder]
+    encoder_cache_manager: Callable[[int], EncoderCacheManager]
+    splice: Callable[[], Splice]
+    scheduling_hook: Callable[[SchedulerConfig], SchedulingHook]
+    block_hasher: Callable[[int], BlockHasher]
+    worker_store: Callable[[], WorkerStore]
+    engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop]
+    #: component name -> the name of the implementation behind it
+    provenance: dict[str, str] = field(default_factory=dict)
+
+    def engine_parts(self) -> EngineParts:
+        return EngineParts(
+            hasher=self.hasher,
+            encoder=self.encoder,
+            encoder_cache_manager=self.encoder_cache_manager,
+            scheduling_hook=self.scheduling_hook,
+            block_hasher=self.block_hasher,
+            worker_store=self.worker_store,
+        )
+
+
+@dataclass
+class Runnable:
+    """A property ready to run under a settings object.
+
+    ``examples`` counts test cases (stateless) or machine runs (stateful);
+    ``transitions`` counts the machine's declared transitions, recorded from the model.
+    """
+
+    run: Callable[[Settings], None]
+    examples: int = 0
+    transitions: Counter[str] = field(default_factory=Counter)
+    machine_name: str | None = None
+
+
+def stateless(test: Any) -> Runnable:
+    """Wrap a ``@given`` test function (no arguments left to supply)."""
+    runnable = Runnable(run=lambda s: None)
+    inner = test.hypothesis.inner_test
+
+    @functools.wraps(inner)
+    def counted(*args: Any, **kwargs: Any) -> None:
+        runnable.examples += 1
+        inner(*args, **kwargs)
+
+    # Hypothesis documents replacing ``inner_test`` for wrappers like this one.
+    test.hypothesis.inner_test = counted
+
+    def run(profile: Settings) -> None:
+        profile(test)()
+
+    runnable.run = run
+    return runnable
+
+
+class TransitionRecorder:
+    """Mixin for state machines: ``self.reached("eviction")`` records a transition the
+    *model* made. The runner reads the counts after the run."""
+
+    transition_counter: Counter[str] = Counter()
+
+    def reached(self, transition: str, times: int = 1) -> None:
+        type(self).transition_counter[transition] += times
+
+
+def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
+    """Wrap a state machine class (a ``TransitionRecorder`` subclass)."""
+    runnable = Runnable(run=lambda s: None, machine_name=cls.__name__)
+    counter = runnable.transitions
+
+    class Counted(cls):  # type: ignore[valid-type, misc]
+        transition_counter = counter
+
+        def __init__(self) -> None:
+            runnable.examples += 1
+            super().__init__()
+
+    Counted.__name__ = cls.__name__
+    Counted.__qualname__ = cls.__qualname__
+
+    def run(profile: Settings) -> None:
+        run_state_machine_as_test(Counted, settings=profile)
+
+    runnable.run = run
+    return runnable
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    """A registered property: the clauses it checks, the components under test
+    (``subject``: absent from the adapter -> "not provided"), and other components it
+    uses (``uses``: filled from the reference when absent)."""
+
+    name: str
+    clauses: tuple[str, ...]
+    subject: tuple[ComponentName, ...]
+    uses: tuple[ComponentName, ...]
+    build: Callable[[Parts], Runnable]
+    module: str
+
+
+REGISTRY: dict[str, PropertySpec] = {}
+
+
+def clause_property(
+    name: str,
+    clauses: str | Iterable[str],
+    subject: Iterable[ComponentName],
+    uses: Iterable[ComponentName] = (),
+) -> Callable[[Callable[[Parts], Runnable]], Callable[[Parts], Runnable]]:
+    """Register a property under ``name`` (the name SPEC.md's "Checked by" uses)."""
+    clause_ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
+
+    def register(build: Callable[[Parts], Runnable]) -> Callable[[Parts], Runnable]:
+        if name in REGISTRY:
+            raise ValueError(f"property {name} registered twice")
+        REGISTRY[name] = PropertySpec(
+            name=name,
+            clauses=clause_ids,
+            subject=tuple(subject),
+            uses=tuple(uses),
+            build=build,
+            module=build.__module__,
+        )
+        return build
+
+    return register

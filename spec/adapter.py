@@ -1,0 +1,72 @@
+"""The adapter contract (DESIGN.md section 4).
+
+An adapter is a module (importable name or ``.py`` path) with one attribute,
+``ADAPTER``, an :class:`Adapter`. Each field is a factory for one component, or
+``None`` when the implementation does not provide it (reported "not provided", never
+"passed"). Composite properties fill the gaps with the reference's factories and the
+report names which implementation stood behind each component.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from spec.components import (
+    BlockHasher,
+    Encoder,
+    EncoderCacheManager,
+    EngineLoop,
+    Hasher,
+    Processor,
+    SchedulingHook,
+    Splice,
+    WorkerStore,
+)
+from spec.types import EngineConfig, ProcessorConfig, SchedulerConfig
+
+
+@dataclass(frozen=True)
+class EngineParts:
+    """The component factories an engine loop composes: the adapter's where it has
+    them, the reference's elsewhere."""
+
+    hasher: Callable[[], Hasher]
+    encoder: Callable[[int], Encoder]
+    encoder_cache_manager: Callable[[int], EncoderCacheManager]
+    scheduling_hook: Callable[[SchedulerConfig], SchedulingHook]
+    block_hasher: Callable[[int], BlockHasher]
+    worker_store: Callable[[], WorkerStore]
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """Names an implementation and provides factories for the components it has."""
+
+    name: str
+    processor: Callable[[ProcessorConfig], Processor] | None = None
+    hasher: Callable[[], Hasher] | None = None
+    encoder: Callable[[int], Encoder] | None = None
+    encoder_cache_manager: Callable[[int], EncoderCacheManager] | None = None
+    splice: Callable[[], Splice] | None = None
+    scheduling_hook: Callable[[SchedulerConfig], SchedulingHook] | None = None
+    block_hasher: Callable[[int], BlockHasher] | None = None
+    worker_store: Callable[[], WorkerStore] | None = None
+    engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop] | None = None
+    #: Capabilities the implementation declares it does not attempt (e.g. "is_embed",
+    #: "chunking"); graders show their items as "not attempted".
+    not_attempted: frozenset[str] = field(default_factory=frozenset)
+
+
+#: Component names in report order, with the Protocol each factory's product must meet.
+COMPONENTS: tuple[tuple[str, type], ...] = (
+    ("processor", Processor),
+    ("hasher", Hasher),
+    ("encoder", Encoder),
+    ("encoder_cache_manager", EncoderCacheManager),
+    ("splice", Splice),
+    ("scheduling_hook", SchedulingHook),
+    ("block_hasher", BlockHasher),
+    ("worker_store", WorkerStore),
+    ("engine_loop", EngineLoop),
+)
