@@ -23,6 +23,7 @@ from typing import Any, Literal
 from hypothesis import settings as Settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
+from spec.adapter import EngineParts
 from spec.components import (
     BlockHasher,
     Encoder,
@@ -34,7 +35,6 @@ from spec.components import (
     Splice,
     WorkerStore,
 )
-from spec.adapter import EngineParts
 from spec.types import EngineConfig, ProcessorConfig, SchedulerConfig
 
 ComponentName = Literal[
@@ -51,12 +51,28 @@ ComponentName = Literal[
 
 
 class ClauseViolation(AssertionError):
-    """A clause of SPEC.md does not hold. The message is in the spec's vocabulary."""
+    """A clause of SPEC.md does not hold. The message is in the spec's vocabulary.
+
+    ``ClauseViolation(clause, ...)`` is an instance of a subclass of its own per clause:
+    Hypothesis tells failures apart by exception type and raise site, and every
+    violation is raised from :func:`check`, so without it the violations of different
+    clauses would count as one bug and shrinking could trade one clause for another.
+    """
+
+    def __new__(cls, clause: str, message: str) -> ClauseViolation:
+        if cls is ClauseViolation:
+            cls = _violation_type(clause)
+        return super().__new__(cls, clause, message)
 
     def __init__(self, clause: str, message: str) -> None:
         super().__init__(f"[{clause}] {message}")
         self.clause = clause
         self.detail = message
+
+
+@functools.cache
+def _violation_type(clause: str) -> type[ClauseViolation]:
+    return type(f"ClauseViolation[{clause}]", (ClauseViolation,), {"__module__": __name__})
 
 
 def check(condition: bool, clause: str, message: str) -> None:
@@ -178,7 +194,10 @@ def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
 class PropertySpec:
     """A registered property: the clauses it checks, the components under test
     (``subject``: absent from the adapter -> "not provided"), and other components it
-    uses (``uses``: filled from the reference when absent)."""
+    uses (``uses``: filled from the reference when absent). With ``subject_any`` the
+    property runs when the adapter provides *any* subject component (a composite such
+    as the engine machine, which checks whichever parts the adapter has inside the
+    reference's composition), and is "not provided" only when it provides none."""
 
     name: str
     clauses: tuple[str, ...]
@@ -186,6 +205,7 @@ class PropertySpec:
     uses: tuple[ComponentName, ...]
     build: Callable[[Parts], Runnable]
     module: str
+    subject_any: bool = False
 
 
 REGISTRY: dict[str, PropertySpec] = {}
@@ -196,6 +216,7 @@ def clause_property(
     clauses: str | Iterable[str],
     subject: Iterable[ComponentName],
     uses: Iterable[ComponentName] = (),
+    subject_any: bool = False,
 ) -> Callable[[Callable[[Parts], Runnable]], Callable[[Parts], Runnable]]:
     """Register a property under ``name`` (the name SPEC.md's "Checked by" uses)."""
     clause_ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
@@ -210,6 +231,7 @@ def clause_property(
             uses=tuple(uses),
             build=build,
             module=build.__module__,
+            subject_any=subject_any,
         )
         return build
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from numpy.typing import NDArray
 
@@ -214,25 +214,39 @@ class BlockHasher(Protocol):
     def request_block_hashes(
         self, token_ids: Sequence[int], items: Sequence[MultiModalItem]
     ) -> list[str]:
-        """Chained hashes of the full blocks of a prompt (PFX-1..4)."""
+        """Chained hashes of the full blocks of a prompt (PFX-1..6)."""
         ...
 
 
 @runtime_checkable
 class WorkerStore(Protocol):
-    """The worker-side embedding store (SYS): tensors keyed by ``mm_hash``."""
+    """The worker-side embedding store (WRK): tensors keyed by ``mm_hash``."""
 
     def execute_step(self, step: WorkerStep) -> list[NDArray[Any]]:
         """Drop the freed hashes, store the step's encoder outputs, then return the
-        embedding rows each gather needs, in order (SYS-1)."""
+        embedding rows each gather needs, in order (WRK-1..5)."""
         ...
 
     def held_hashes(self) -> frozenset[str]: ...
 
 
+#: Where the KV of one computed prompt or output position came from (SYS-6):
+#: ``("token", token_id)`` for a position computed from a token (text, break and end
+#: tokens, and generated tokens), ``("embed", mm_hash, row)`` for a position computed from
+#: embedding row ``row`` of the item whose content hash is ``mm_hash``.
+KVSource: TypeAlias = tuple[str, int] | tuple[str, str, int]
+
+
 @dataclass(frozen=True)
 class ScheduledChunk:
-    """One request's share of one engine step."""
+    """One request's share of one engine step: prompt (or output) positions
+    ``[num_computed_tokens, num_computed_tokens + num_new_tokens)``.
+
+    ``encoder_inputs``: the request's items encoded this step for this chunk.
+    ``gathered``: the embedding rows the worker served for the chunk, one array per item
+    whose placeholder positions in the window include at least one ``is_embed``
+    position, in offset order (``get_embeds_indices_in_range`` of the window).
+    """
 
     request_id: str
     num_computed_tokens: int
@@ -243,7 +257,11 @@ class ScheduledChunk:
 
 @dataclass(frozen=True)
 class StepOutput:
-    """What one engine step did."""
+    """What one engine step did. ``chunks`` are in scheduling order (running requests
+    first, then admitted waiting ones); ``freed_mm_hashes`` is what the scheduler told
+    the worker to drop (drained once per step, after scheduling); ``preempted`` lists
+    the requests this step preempted for KV space; ``finished`` those that generated
+    their last token in this step (their resources are released)."""
 
     chunks: tuple[ScheduledChunk, ...]
     encoded_mm_hashes: tuple[str, ...]
@@ -252,17 +270,65 @@ class StepOutput:
     finished: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class RequestSnapshot:
+    """One unfinished request as the engine holds it between steps.
+
+    ``status``: ``"running"`` once scheduled, ``"waiting"`` before that and after a
+    preemption. ``kv_sources`` has one entry per computed position (read from the KV
+    blocks, so a prefix hit shows what the shared blocks were computed from)."""
+
+    request_id: str
+    status: Literal["waiting", "running"]
+    num_computed_tokens: int
+    output_token_ids: tuple[int, ...]
+    kv_block_ids: tuple[int, ...]
+    kv_sources: tuple[KVSource, ...]
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    """The engine's observable state between steps (what the SYS invariants read).
+
+    ``encoder_cache_refs``: every hash the cache manager holds -> the ids of the
+    requests referencing it (empty: freeable). ``worker_held``: the hashes whose
+    embeddings the worker holds. ``num_kv_blocks_in_use``: KV blocks referenced by some
+    request (cached but unreferenced blocks are free). ``encoder_num_calls``: the
+    encoder's ``num_calls``."""
+
+    requests: Mapping[str, RequestSnapshot]
+    num_kv_blocks_in_use: int
+    encoder_cache_refs: Mapping[str, frozenset[str]]
+    encoder_cache_free_slots: int
+    worker_held: frozenset[str]
+    encoder_num_calls: int
+
+
 @runtime_checkable
 class EngineLoop(Protocol):
     """The step simulator that composes the components (SYS). Built from an
-    ``EngineConfig`` and the components to compose."""
+    ``EngineConfig`` and ``EngineParts`` (the cache manager, scheduling hook, block
+    hasher, worker store, encoder and hasher it composes)."""
 
     def add_request(self, request: EngineRequest) -> None:
-        """Admit a request; raises ``AdmissionError`` if it can never run (SYS-9)."""
+        """Queue a request; raises ``AdmissionError`` if it can never run (SYS-9)."""
         ...
 
-    def step(self) -> StepOutput: ...
+    def step(self) -> StepOutput:
+        """Schedule, encode, execute and account one step (SYS-1..8, SYS-10)."""
+        ...
 
-    def abort(self, request_id: str) -> None: ...
+    def abort(self, request_id: str) -> None:
+        """Drop an unfinished request and release everything it holds (SYS-7); raises
+        ``UnknownRequestError`` for an id that is not unfinished."""
+        ...
 
-    def preempt(self, request_id: str) -> None: ...
+    def preempt(self, request_id: str) -> None:
+        """Preempt a running request (release its KV blocks and encoder references,
+        reset it to waiting with no computed tokens, SYS-7); a waiting request is left
+        as it is; raises ``UnknownRequestError`` for an id that is not unfinished."""
+        ...
+
+    def snapshot(self) -> EngineSnapshot:
+        """The observable state between steps."""
+        ...

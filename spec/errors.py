@@ -50,4 +50,4 @@ class UnknownRequestError(SpecError, KeyError):
 
 
 class MissingEmbeddingError(SpecError, LookupError):
-    """The worker store was asked for embeddings of a hash it does not hold (SYS-1)."""
+    """The worker store was asked for embeddings of a hash it does not hold (WRK-5)."""

@@ -125,7 +125,7 @@ class RequestView:
     def __post_init__(self) -> None:
         if not isinstance(self.request_id, str) or not self.request_id:
             raise InvalidInputError("RequestView.request_id must be a non-empty str")
-        for prev, nxt in zip(self.items, self.items[1:]):
+        for prev, nxt in zip(self.items, self.items[1:], strict=False):
             if nxt.mm_position.offset < prev.mm_position.end:
                 raise InvalidRangeError(
                     f"request {self.request_id}: items must be sorted and disjoint, but "

@@ -1,0 +1,18 @@
+"""Counts free slots in entries instead of embeddings (ECM-1)."""
+
+from __future__ import annotations
+
+from reference.encoder_cache import EncoderCacheManager
+from spec.adapter import Adapter
+
+BREAKS = "ECM-1"
+KILLED_BY = "EncoderCacheMachine"
+
+
+class CountsEntries(EncoderCacheManager):
+    @property
+    def num_free_slots(self) -> int:
+        return self.cache_size - len(self._num_embeds)  # BUG: one slot per entry
+
+
+ADAPTER = Adapter(name="zoo.ecm_counts_entries", encoder_cache_manager=CountsEntries)

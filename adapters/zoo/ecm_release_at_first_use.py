@@ -1,0 +1,25 @@
+"""Drops the reference at the first release of a repeated image, as v0.22.1 does (ECM-6)."""
+
+from __future__ import annotations
+
+from reference.encoder_cache import EncoderCacheManager
+from spec.adapter import Adapter
+from spec.types import RequestView
+
+BREAKS = "ECM-6"
+KILLED_BY = "EncoderCacheMachine"
+
+
+class ReleaseAtFirstUse(EncoderCacheManager):
+    def free_encoder_input(self, request: RequestView, input_id: int) -> None:
+        refs = self._refs.get(request.request_id, {})
+        if input_id not in refs:
+            return
+        mm_hash = refs.pop(input_id)
+        holders = self._cached[mm_hash]
+        holders.discard(request.request_id)  # BUG: other items of the request still use it
+        if not holders:
+            self._freeable[mm_hash] = self._num_embeds[mm_hash]
+
+
+ADAPTER = Adapter(name="zoo.ecm_release_at_first_use", encoder_cache_manager=ReleaseAtFirstUse)

@@ -1,0 +1,22 @@
+"""Hashes prefix-cache blocks from token ids alone, so a request with other pixels
+reuses KV computed from another image (SYS-6)."""
+
+from __future__ import annotations
+
+from reference.engine import EngineLoop
+from spec.adapter import Adapter
+from spec.types import EngineRequest
+
+BREAKS = "SYS-6"
+KILLED_BY = "EngineMachine"
+
+
+class NoPrefixImageKeys(EngineLoop):
+    def _block_hashes(self, request: EngineRequest) -> list[str]:
+        if not self._config.enable_prefix_caching:
+            return []
+        # BUG: the items are left out, so placeholder blocks of any image hash alike
+        return list(self._block_hasher.request_block_hashes(request.token_ids, ()))
+
+
+ADAPTER = Adapter(name="zoo.sys_no_prefix_image_keys", engine_loop=NoPrefixImageKeys)

@@ -1,0 +1,19 @@
+"""A waiting request that the hook cuts to zero tokens keeps the references the hook
+took, pinning cache entries while it waits (vLLM v0.22.1 breaks without releasing)
+(SYS-7)."""
+
+from __future__ import annotations
+
+from reference.engine import EngineLoop, _Request
+from spec.adapter import Adapter
+
+BREAKS = "SYS-7"
+KILLED_BY = "EngineMachine"
+
+
+class WaitingKeepsRefs(EngineLoop):
+    def _release_unscheduled(self, state: _Request) -> None:
+        pass  # BUG: references taken by check_and_update_cache stay
+
+
+ADAPTER = Adapter(name="zoo.sys_waiting_keeps_refs", engine_loop=WaitingKeepsRefs)

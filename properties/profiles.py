@@ -1,0 +1,119 @@
+"""Hypothesis settings profiles (DESIGN.md section 5).
+
+- ``ci``: derandomized, no example database, fast — the whole suite well within a
+  minute on two cores. Same adapter, same verdicts, every time.
+- ``dev``: random generation and an example database of this adapter's own, so a
+  failure found once is replayed first next time.
+- ``thorough``: large example and step counts, database like ``dev``.
+- ``mutation``: derandomized, no database and no shrinking: a mutant only needs to be
+  killed, not explained, and shrinking is most of the time spent on a kill.
+- ``grading``: derandomized, no database, fixed counts: every submission gets exactly
+  the same test cases.
+
+Databases are keyed by adapter identity (name + hash of its module file): each
+implementation writes only its own directory under ``.hypothesis/examples/`` and reads
+the others' read-only, so checking the reference replays what was found against a
+student's build without ever deleting it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
+
+#: Where the ``dev``/``thorough`` example databases live, one directory per adapter.
+EXAMPLES_ROOT = Path(__file__).resolve().parents[1] / ".hypothesis" / "examples"
+
+PROFILES: tuple[str, ...] = ("ci", "dev", "thorough", "mutation", "grading")
+DEFAULT_PROFILE = "ci"
+
+#: Profiles whose database is the adapter's own directory (see :func:`settings_for`).
+_WITH_DATABASE = frozenset({"dev", "thorough"})
+
+# Implementations under test may be slow (a real engine, torch on CPU): wall-clock
+# limits would turn slowness into flaky verdicts, so there is no deadline anywhere.
+_COMMON: dict[str, Any] = {
+    "deadline": None,
+    "print_blob": True,
+    # Machines over cache states legitimately generate long programs; the verdict must
+    # not depend on how fast the machine running them is.
+    "suppress_health_check": (HealthCheck.too_slow,),
+}
+
+# The explain phase traces coverage (slow) and, since every violation is raised from
+# ``properties.framework.check``, mostly points there; deterministic profiles skip it.
+_NO_EXPLAIN = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+
+settings.register_profile(
+    "ci",
+    phases=_NO_EXPLAIN,
+    derandomize=True,
+    database=None,
+    max_examples=100,
+    stateful_step_count=30,
+    **_COMMON,
+)
+settings.register_profile(
+    "dev",
+    max_examples=100,
+    stateful_step_count=30,
+    database=None,  # replaced by the adapter's own database in settings_for
+    **_COMMON,
+)
+settings.register_profile(
+    "thorough",
+    max_examples=2000,
+    stateful_step_count=100,
+    database=None,  # replaced by the adapter's own database in settings_for
+    **_COMMON,
+)
+settings.register_profile(
+    "mutation",
+    derandomize=True,
+    database=None,
+    max_examples=100,
+    stateful_step_count=30,
+    phases=(Phase.explicit, Phase.generate, Phase.target),
+    **_COMMON,
+)
+settings.register_profile(
+    "grading",
+    phases=_NO_EXPLAIN,
+    derandomize=True,
+    database=None,
+    max_examples=200,
+    stateful_step_count=40,
+    **_COMMON,
+)
+
+
+def settings_for(profile: str, adapter_id: str) -> settings:
+    """The settings ``profile`` runs under for the adapter whose identity is
+    ``adapter_id`` (:attr:`properties.loader.LoadedAdapter.identity`)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    base = settings.get_profile(profile)
+    if profile in _WITH_DATABASE:
+        return settings(base, database=example_database(adapter_id))
+    return base
+
+
+def example_database(adapter_id: str) -> ExampleDatabase:
+    """This adapter's directory, writable, plus every other adapter's, read-only."""
+    own = DirectoryBasedExampleDatabase(EXAMPLES_ROOT / adapter_id)
+    others: list[ExampleDatabase] = [
+        ReadOnlyDatabase(DirectoryBasedExampleDatabase(path))
+        for path in sorted(EXAMPLES_ROOT.glob("*"))
+        if path.is_dir() and path.name != adapter_id
+    ]
+    if not others:
+        return own
+    return MultiplexedDatabase(own, *others)

@@ -1,0 +1,28 @@
+"""The reference implementation behind the adapter contract (``spec/adapter.py``): the
+default adapter every property runs against."""
+
+from __future__ import annotations
+
+from reference.encoder import Encoder
+from reference.encoder_cache import EncoderCacheManager
+from reference.engine import EngineLoop
+from reference.hasher import Hasher
+from reference.prefix import BlockHasher
+from reference.processor import Processor
+from reference.scheduling import SchedulingHook
+from reference.splice import Splice
+from reference.worker import WorkerStore
+from spec.adapter import Adapter
+
+ADAPTER = Adapter(
+    name="reference",
+    processor=Processor,
+    hasher=Hasher,
+    encoder=Encoder,
+    encoder_cache_manager=EncoderCacheManager,
+    splice=Splice,
+    scheduling_hook=SchedulingHook,
+    block_hasher=BlockHasher,
+    worker_store=WorkerStore,
+    engine_loop=EngineLoop,
+)

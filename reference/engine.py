@@ -1,0 +1,632 @@
+"""The engine loop (SYS-1..10): a step simulator composing the multimodal machinery.
+
+One :class:`EngineLoop` holds many requests and, each :meth:`EngineLoop.step`, does in
+miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
+``Scheduler.update_from_output()`` do (``vllm/v1/core/sched/scheduler.py``,
+``vllm/v1/worker/gpu_model_runner.py``):
+
+1. **Schedule the running requests**, in order, while the token budget lasts. Each gets
+   ``min(num_tokens - num_computed_tokens, token_budget)`` new tokens (image
+   placeholder positions are ordinary tokens: they cost budget and KV slots), cut by
+   the encoder-scheduling hook (``_try_schedule_encoder_inputs``: cached items are free,
+   affordable ones are encoded whole, otherwise the chunk stops at the doorstep). A
+   request whose chunk is cut to zero is skipped. If its new KV blocks do not fit, the
+   *last* running request is preempted (KV blocks and encoder references released,
+   back to the front of the waiting queue with nothing computed), until they fit or the
+   request preempted itself.
+2. **Admit waiting requests** (only in a step that preempted nobody, as vLLM does). A
+   request's longest cached prefix of full KV blocks counts as computed: the block
+   hashes come from the ``BlockHasher`` (PFX: they mix in the ``mm_hash`` of every image
+   a block touches), and the hit is capped at ``len(prompt) - 1`` so at least one token
+   is computed; the cap can leave the request inside an image. A request the hook cuts
+   to zero releases its encoder references and is skipped (vLLM v0.33 skips rather than
+   blocking the queue); one whose KV blocks do not fit releases them and stops
+   admission.
+3. For each scheduled request, **allocate** the items to encode in the encoder cache
+   manager, then take references for the in-step duplicates
+   (``_allocate_encoder_inputs``). After all requests are scheduled, **drain**
+   ``get_freed_mm_hashes`` (``free_encoder_mm_hashes``).
+4. **Encode** the scheduled items (one encode per hash per step) and **execute** the
+   worker step: drop the freed hashes, store the encodes, gather each chunk's rows
+   (``WorkerStore.execute_step``). Every computed position's KV source is written into
+   its KV block.
+5. **Update**: advance ``num_computed_tokens``; cache the prompt's newly full KV
+   blocks under their block hashes; a request that caught up samples a token (the first
+   when its prefill completes; then one per decode step; decode tokens are text);
+   release the encoder inputs whose ranges are fully computed (``_free_encoder_inputs``);
+   finish a request with ``max_new_tokens`` outputs and release its KV blocks and
+   encoder references.
+
+Admission (SYS-9) rejects with ``AdmissionError`` a request that could never run: an
+item with more embeddings than the per-step encoder budget or the encoder cache, an
+item longer than the token budget when chunked multimodal input is disabled, or a
+prompt whose KV (``len(prompt) + max_new_tokens - 1`` positions) exceeds the KV cache.
+
+Simplifications against vLLM: one KV cache group; only prompt blocks are prefix-cached;
+preemption discards the generated tokens (the simulator's outputs carry no information,
+so recomputing them would only cost steps); no speculative decoding (shift 0).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from numpy.typing import NDArray
+
+from spec.adapter import EngineParts
+from spec.components import (
+    EngineSnapshot,
+    KVSource,
+    RequestSnapshot,
+    ScheduledChunk,
+    StepOutput,
+)
+from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
+from spec.types import (
+    EngineConfig,
+    EngineRequest,
+    GatherSpec,
+    MultiModalItem,
+    RequestView,
+    ScheduleDecision,
+    SchedulerConfig,
+    WorkerStep,
+)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _check_config(config: EngineConfig) -> None:
+    if not isinstance(config, EngineConfig):
+        raise InvalidInputError(f"config must be an EngineConfig, got {type(config).__name__}")
+    minimums = {
+        "token_budget": 1,
+        "encoder_compute_budget": 0,
+        "encoder_cache_size": 0,
+        "num_kv_blocks": 1,
+        "block_size": 1,
+        "hidden_size": 1,
+    }
+    for name, minimum in minimums.items():
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InvalidInputError(
+                f"EngineConfig.{name} must be an int >= {minimum}, got {value!r}"
+            )
+
+
+def sampled_token_id(num_outputs: int) -> int:
+    """The token the simulated model generates as its ``num_outputs``-th output (0-based).
+    Any deterministic text token would do; this one makes outputs easy to read."""
+    return num_outputs
+
+
+class KVBlockPool:
+    """KV blocks with prefix caching (vLLM ``BlockPool`` in miniature).
+
+    A block is *free* when no request references it; free blocks wait in an LRU queue
+    (``free_queue``, oldest first) and may still be *cached* (``cached``: block hash ->
+    block) until they are reused, which evicts their hash. ``sources`` keeps, per block
+    slot, what the position's KV was computed from (SYS-6): a prefix hit shares the
+    physical block, so it shares what it was computed from.
+    """
+
+    def __init__(self, num_blocks: int, block_size: int) -> None:
+        self.block_size = block_size
+        self.ref_cnt = [0] * num_blocks
+        self.block_hash: list[str | None] = [None] * num_blocks
+        self.free_queue: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))
+        self.cached: dict[str, int] = {}
+        self.sources: list[list[KVSource | None]] = [[None] * block_size for _ in range(num_blocks)]
+
+    @property
+    def num_free(self) -> int:
+        return len(self.free_queue)
+
+    @property
+    def num_in_use(self) -> int:
+        return sum(1 for count in self.ref_cnt if count > 0)
+
+    def longest_cached_prefix(self, block_hashes: Sequence[str], max_blocks: int) -> list[int]:
+        """The cached blocks of the longest prefix of ``block_hashes`` (at most
+        ``max_blocks``), stopping at the first miss (``get_computed_blocks``)."""
+        hits: list[int] = []
+        for block_hash in block_hashes[:max_blocks]:
+            block = self.cached.get(block_hash)
+            if block is None:
+                break
+            hits.append(block)
+        return hits
+
+    def touch(self, blocks: Sequence[int]) -> None:
+        """Reference blocks of a prefix hit (taking free ones out of the free queue)."""
+        for block in blocks:
+            if self.ref_cnt[block] == 0:
+                del self.free_queue[block]
+            self.ref_cnt[block] += 1
+
+    def allocate(self, count: int) -> list[int]:
+        """``count`` fresh blocks from the front of the free queue; a cached one loses
+        its hash (it is about to be overwritten)."""
+        if count > self.num_free:
+            raise InvalidInputError(f"{count} KV blocks requested, {self.num_free} free")
+        blocks: list[int] = []
+        for _ in range(count):
+            block, _none = self.free_queue.popitem(last=False)
+            stale = self.block_hash[block]
+            if stale is not None:
+                del self.cached[stale]
+                self.block_hash[block] = None
+            self.sources[block] = [None] * self.block_size
+            self.ref_cnt[block] = 1
+            blocks.append(block)
+        return blocks
+
+    def free(self, blocks: Sequence[int]) -> None:
+        """Release a request's blocks; the tail is queued first, so it is reused first."""
+        for block in reversed(blocks):
+            self.ref_cnt[block] -= 1
+            if self.ref_cnt[block] == 0:
+                self.free_queue[block] = None
+
+    def cache(self, block: int, block_hash: str) -> None:
+        """Make a full, computed block findable by its hash (first writer wins)."""
+        if block_hash not in self.cached and self.block_hash[block] is None:
+            self.cached[block_hash] = block
+            self.block_hash[block] = block_hash
+
+
+@dataclass
+class _Request:
+    """Engine-side state of one unfinished request."""
+
+    request: EngineRequest
+    view: RequestView
+    block_hashes: list[str]
+    status: Literal["waiting", "running"] = "waiting"
+    num_computed_tokens: int = 0
+    output_token_ids: list[int] = field(default_factory=list)
+    block_ids: list[int] = field(default_factory=list)
+    #: prompt blocks already registered in the prefix cache (or served from it)
+    num_cached_blocks: int = 0
+
+    @property
+    def request_id(self) -> str:
+        return self.request.request_id
+
+    @property
+    def num_prompt_tokens(self) -> int:
+        return len(self.request.token_ids)
+
+    @property
+    def num_tokens(self) -> int:
+        return self.num_prompt_tokens + len(self.output_token_ids)
+
+    def token_at(self, position: int) -> int:
+        if position < self.num_prompt_tokens:
+            return self.request.token_ids[position]
+        return self.output_token_ids[position - self.num_prompt_tokens]
+
+
+@dataclass
+class _Scheduled:
+    """A request scheduled this step, with the hook's decision."""
+
+    state: _Request
+    num_computed_tokens: int
+    num_new_tokens: int
+    decision: ScheduleDecision
+
+
+@dataclass
+class _StepBudget:
+    """What is left of one step's token and encoder budgets."""
+
+    tokens: int
+    encoder: int
+
+
+class EngineLoop:
+    """``spec.components.EngineLoop``: the reference step simulator (SYS-1..10).
+
+    Built from an ``EngineConfig`` and ``EngineParts``; see the module docstring for
+    what one step does.
+    """
+
+    def __init__(self, config: EngineConfig, parts: EngineParts) -> None:
+        _check_config(config)
+        self._config = config
+        self._cache = parts.encoder_cache_manager(config.encoder_cache_size)
+        self._hook = parts.scheduling_hook(
+            SchedulerConfig(disable_chunked_mm_input=config.disable_chunked_mm_input)
+        )
+        self._block_hasher = parts.block_hasher(config.block_size)
+        self._worker = parts.worker_store()
+        self._encoder = parts.encoder(config.hidden_size)
+        self._kv = KVBlockPool(config.num_kv_blocks, config.block_size)
+        self._requests: dict[str, _Request] = {}
+        self._waiting: deque[_Request] = deque()
+        self._running: list[_Request] = []
+
+    # --- admission ---------------------------------------------------------------------
+
+    def add_request(self, request: EngineRequest) -> None:
+        """Queue ``request`` (SYS-9): ``InvalidInputError`` for a malformed request,
+        ``AdmissionError`` for one that could never run."""
+        view = self._validate(request)
+        self._admission_check(request)
+        state = _Request(request, view, self._block_hashes(request))
+        self._requests[request.request_id] = state
+        self._waiting.append(state)
+
+    def _validate(self, request: EngineRequest) -> RequestView:
+        if not isinstance(request, EngineRequest):
+            raise InvalidInputError(f"expected an EngineRequest, got {type(request).__name__}")
+        view = request.view()  # validates the id and that items are sorted and disjoint
+        if request.request_id in self._requests:
+            raise InvalidInputError(f"request {request.request_id!r} is already in the engine")
+        if not request.token_ids:
+            raise InvalidInputError(f"request {request.request_id}: empty prompt")
+        for token in request.token_ids:
+            if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+                raise InvalidInputError(f"request {request.request_id}: bad token {token!r}")
+        if len(request.data) != len(request.items):
+            raise InvalidInputError(
+                f"request {request.request_id}: {len(request.items)} items but "
+                f"{len(request.data)} images"
+            )
+        for item in request.items:
+            if not isinstance(item, MultiModalItem):
+                raise InvalidInputError(
+                    f"request {request.request_id}: items must be MultiModalItems"
+                )
+            if item.mm_position.end > len(request.token_ids):
+                raise InvalidInputError(
+                    f"request {request.request_id}: item {item.mm_hash} ends at "
+                    f"{item.mm_position.end}, past the {len(request.token_ids)}-token prompt"
+                )
+        max_new = request.max_new_tokens
+        if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
+            raise InvalidInputError(f"request {request.request_id}: max_new_tokens must be >= 1")
+        return view
+
+    def _block_hashes(self, request: EngineRequest) -> list[str]:
+        """The prompt's full-block hashes (PFX: images included), if prefix caching."""
+        if not self._config.enable_prefix_caching:
+            return []
+        return list(self._block_hasher.request_block_hashes(request.token_ids, request.items))
+
+    def _admission_check(self, request: EngineRequest) -> None:
+        config = self._config
+        rid = request.request_id
+        for index, item in enumerate(request.items):
+            n = item.num_embeds
+            if n > config.encoder_compute_budget:
+                raise AdmissionError(
+                    f"request {rid} item {index} ({item.mm_hash}) needs {n} embeddings, more "
+                    f"than the per-step encoder budget of {config.encoder_compute_budget}"
+                )
+            if n > config.encoder_cache_size:
+                raise AdmissionError(
+                    f"request {rid} item {index} ({item.mm_hash}) needs {n} embeddings, more "
+                    f"than the encoder cache holds ({config.encoder_cache_size})"
+                )
+            length = item.mm_position.length
+            if config.disable_chunked_mm_input and length > config.token_budget:
+                raise AdmissionError(
+                    f"request {rid} item {index} ({item.mm_hash}) spans {length} tokens; with "
+                    f"chunked multimodal input disabled it must fit one step's token budget "
+                    f"({config.token_budget})"
+                )
+        positions = len(request.token_ids) + request.max_new_tokens - 1
+        blocks = _ceil_div(positions, config.block_size)
+        if blocks > config.num_kv_blocks:
+            raise AdmissionError(
+                f"request {rid} needs {blocks} KV blocks for {positions} positions, more than "
+                f"the KV cache has ({config.num_kv_blocks})"
+            )
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def _get(self, request_id: str) -> _Request:
+        state = self._requests.get(request_id)
+        if state is None:
+            raise UnknownRequestError(f"no unfinished request {request_id!r}")
+        return state
+
+    def abort(self, request_id: str) -> None:
+        """Drop an unfinished request and release everything it holds (SYS-7)."""
+        state = self._get(request_id)
+        if state.status == "running":
+            self._running.remove(state)
+        else:
+            self._waiting.remove(state)
+        self._release(state)
+        del self._requests[request_id]
+
+    def preempt(self, request_id: str) -> None:
+        """Preempt a running request (SYS-7); a waiting one is left as it is."""
+        state = self._get(request_id)
+        if state.status == "running":
+            self._running.remove(state)
+            self._preempt(state)
+
+    def _preempt(self, state: _Request) -> None:
+        """``Scheduler._preempt_request``: release, reset, and queue first."""
+        self._release(state)
+        state.status = "waiting"
+        state.num_computed_tokens = 0
+        state.output_token_ids.clear()
+        self._waiting.appendleft(state)
+
+    def _release(self, state: _Request) -> None:
+        self._kv.free(state.block_ids)
+        state.block_ids = []
+        state.num_cached_blocks = 0
+        self._cache.free(state.view)
+
+    # --- one step ----------------------------------------------------------------------
+
+    def step(self) -> StepOutput:
+        """Schedule, encode, execute, update (see the module docstring)."""
+        budget = _StepBudget(self._config.token_budget, self._config.encoder_compute_budget)
+        scheduled: list[_Scheduled] = []
+        preempted = self._schedule_running(budget, scheduled)
+        if not preempted:  # vLLM admits no waiting request in a step that preempted
+            self._schedule_waiting(budget, scheduled)
+        freed = tuple(self._cache.get_freed_mm_hashes())
+        encoder_outputs = self._encode(scheduled)
+        chunks = self._execute(scheduled, freed, encoder_outputs)
+        finished = self._update(scheduled)
+        return StepOutput(
+            chunks=tuple(chunks),
+            encoded_mm_hashes=tuple(encoder_outputs),
+            freed_mm_hashes=freed,
+            preempted=tuple(preempted),
+            finished=tuple(finished),
+        )
+
+    def _try_schedule(
+        self, state: _Request, computed: int, budget: _StepBudget
+    ) -> ScheduleDecision:
+        """The hook, on the chunk the token budget allows from ``computed``, with what is
+        left of this step's encoder budget."""
+        proposed = min(state.num_tokens - computed, budget.tokens)
+        return self._hook.try_schedule_encoder_inputs(
+            state.view, computed, proposed, budget.encoder, self._cache
+        )
+
+    def _schedule_running(self, budget: _StepBudget, scheduled: list[_Scheduled]) -> list[str]:
+        """Running requests in order; preempts the last running request while KV blocks
+        are short. Returns the ids preempted."""
+        preempted: list[str] = []
+        index = 0
+        while index < len(self._running) and budget.tokens > 0:
+            state = self._running[index]
+            computed = state.num_computed_tokens
+            decision = self._try_schedule(state, computed, budget)
+            new = decision.num_new_tokens
+            if new == 0:  # the next item can get neither budget nor cache space
+                index += 1
+                continue
+            needed = _ceil_div(computed + new, self._kv.block_size) - len(state.block_ids)
+            while needed > self._kv.num_free:
+                victim = self._running.pop()
+                self._preempt(victim)
+                preempted.append(victim.request_id)
+                if victim is state:
+                    break
+            if state.status != "running":
+                break  # it preempted itself: nothing else can fit either
+            state.block_ids += self._kv.allocate(max(0, needed))
+            self._commit(_Scheduled(state, computed, new, decision), budget, scheduled)
+            index += 1
+        return preempted
+
+    def _schedule_waiting(self, budget: _StepBudget, scheduled: list[_Scheduled]) -> None:
+        """Waiting requests in order, each starting from its longest cached prefix. One
+        the hook cuts to zero is skipped; one whose KV blocks do not fit stops admission."""
+        skipped: list[_Request] = []
+        while self._waiting and budget.tokens > 0:
+            state = self._waiting.popleft()
+            hits = self._prefix_hit(state)
+            computed = len(hits) * self._kv.block_size
+            decision = self._try_schedule(state, computed, budget)
+            new = decision.num_new_tokens
+            if new == 0:
+                self._release_unscheduled(state)
+                skipped.append(state)
+                continue
+            reusable = sum(1 for block in hits if self._kv.ref_cnt[block] == 0)
+            needed = _ceil_div(computed + new, self._kv.block_size) - len(hits)
+            if needed > self._kv.num_free - reusable:
+                self._release_unscheduled(state)
+                self._waiting.appendleft(state)
+                break
+            self._kv.touch(hits)
+            state.block_ids = hits + self._kv.allocate(max(0, needed))
+            state.num_cached_blocks = len(hits)
+            state.num_computed_tokens = computed
+            state.status = "running"
+            self._running.append(state)
+            self._commit(_Scheduled(state, computed, new, decision), budget, scheduled)
+        self._waiting.extendleft(reversed(skipped))
+
+    def _release_unscheduled(self, state: _Request) -> None:
+        """A waiting request that is not scheduled after all gives back the references
+        the hook took for it: a waiting request holds nothing (SYS-7)."""
+        self._cache.free(state.view)
+
+    def _commit(self, entry: _Scheduled, budget: _StepBudget, scheduled: list[_Scheduled]) -> None:
+        """Schedule the chunk: charge the budgets, then ``_allocate_encoder_inputs``:
+        hold the items to encode, and reference the in-step duplicates (held now, so
+        the check takes the reference)."""
+        decision = entry.decision
+        budget.tokens -= entry.num_new_tokens
+        budget.encoder = decision.encoder_compute_budget
+        view = entry.state.view
+        for input_id in decision.encoder_inputs_to_schedule:
+            self._cache.allocate(view, input_id)
+        for input_id in decision.duplicate_encoder_inputs:
+            self._cache.check_and_update_cache(view, input_id)
+        scheduled.append(entry)
+
+    def _execute(
+        self,
+        scheduled: Sequence[_Scheduled],
+        freed: tuple[str, ...],
+        encoder_outputs: dict[str, NDArray[Any]],
+    ) -> list[ScheduledChunk]:
+        """The worker step (drop, store, gather), then the forward pass: each computed
+        position's KV records what it was computed from."""
+        gathers: list[GatherSpec] = []
+        per_chunk: list[int] = []
+        for entry in scheduled:
+            specs = self._gathers(entry)
+            gathers += specs
+            per_chunk.append(len(specs))
+        rows = self._worker.execute_step(
+            WorkerStep(
+                freed_mm_hashes=freed, encoder_outputs=encoder_outputs, gathers=tuple(gathers)
+            )
+        )
+        chunks: list[ScheduledChunk] = []
+        cursor = 0
+        for entry, count in zip(scheduled, per_chunk, strict=True):
+            gathered = tuple(rows[cursor : cursor + count])
+            cursor += count
+            self._write_kv(entry)
+            chunks.append(
+                ScheduledChunk(
+                    request_id=entry.state.request_id,
+                    num_computed_tokens=entry.num_computed_tokens,
+                    num_new_tokens=entry.num_new_tokens,
+                    encoder_inputs=entry.decision.encoder_inputs_to_schedule,
+                    gathered=gathered,
+                )
+            )
+        return chunks
+
+    def _prefix_hit(self, state: _Request) -> list[int]:
+        """Cached blocks of the request's prompt, at most ``len(prompt) - 1`` tokens."""
+        if not self._config.enable_prefix_caching:
+            return []
+        max_blocks = (state.num_prompt_tokens - 1) // self._kv.block_size
+        return self._kv.longest_cached_prefix(state.block_hashes, max_blocks)
+
+    def _encode(self, scheduled: Sequence[_Scheduled]) -> dict[str, NDArray[Any]]:
+        """One encode per hash scheduled this step (ENC: batching changes nothing)."""
+        batch: dict[str, tuple[Any, int]] = {}
+        for entry in scheduled:
+            request = entry.state.request
+            for input_id in entry.decision.encoder_inputs_to_schedule:
+                item = request.items[input_id]
+                batch.setdefault(item.mm_hash, (request.data[input_id], item.num_embeds))
+        outputs = self._encoder.encode_batch(list(batch.values()))
+        return dict(zip(batch, outputs, strict=True))
+
+    def _gathers(self, entry: _Scheduled) -> list[GatherSpec]:
+        """``_gather_mm_embeddings``: per item overlapping the chunk, the placeholder
+        window it covers, when that window holds at least one embedding row."""
+        start = entry.num_computed_tokens
+        end = start + entry.num_new_tokens
+        specs: list[GatherSpec] = []
+        for item in entry.state.request.items:
+            position = item.mm_position
+            if position.offset >= end or position.end <= start:
+                continue
+            start_idx = max(start, position.offset) - position.offset
+            end_idx = min(end, position.end) - position.offset
+            first_row, end_row = position.get_embeds_indices_in_range(start_idx, end_idx)
+            if end_row > first_row:
+                specs.append(
+                    GatherSpec(entry.state.request_id, item.mm_hash, position, start_idx, end_idx)
+                )
+        return specs
+
+    def _write_kv(self, entry: _Scheduled) -> None:
+        """Record, per computed position, the token or embedding row it came from."""
+        state = entry.state
+        block_size = self._kv.block_size
+        start = entry.num_computed_tokens
+        for position in range(start, start + entry.num_new_tokens):
+            block = state.block_ids[position // block_size]
+            self._kv.sources[block][position % block_size] = self._source(state, position)
+
+    @staticmethod
+    def _source(state: _Request, position: int) -> KVSource:
+        for item in state.request.items:
+            placeholder = item.mm_position
+            if placeholder.offset <= position < placeholder.end:
+                relative = position - placeholder.offset
+                if placeholder.is_embed is None or placeholder.is_embed[relative]:
+                    row, _ = placeholder.get_embeds_indices_in_range(relative, relative)
+                    return ("embed", item.mm_hash, row)
+                break
+        return ("token", state.token_at(position))
+
+    def _update(self, scheduled: Sequence[_Scheduled]) -> list[str]:
+        finished: list[str] = []
+        for entry in scheduled:
+            state = entry.state
+            state.num_computed_tokens = entry.num_computed_tokens + entry.num_new_tokens
+            self._cache_full_blocks(state)
+            if state.num_computed_tokens == state.num_tokens:
+                state.output_token_ids.append(sampled_token_id(len(state.output_token_ids)))
+            self._free_encoder_inputs(state)
+            if len(state.output_token_ids) >= state.request.max_new_tokens:
+                self._running.remove(state)
+                self._release(state)
+                del self._requests[state.request_id]
+                finished.append(state.request_id)
+        return finished
+
+    def _cache_full_blocks(self, state: _Request) -> None:
+        full = min(state.num_computed_tokens, state.num_prompt_tokens) // self._kv.block_size
+        for index in range(state.num_cached_blocks, min(full, len(state.block_hashes))):
+            self._kv.cache(state.block_ids[index], state.block_hashes[index])
+        state.num_cached_blocks = max(state.num_cached_blocks, full)
+
+    def _free_encoder_inputs(self, state: _Request) -> None:
+        """Release items whose placeholder ranges are entirely computed."""
+        for input_id in sorted(self._cache.get_cached_input_ids(state.view)):
+            if state.request.items[input_id].mm_position.end <= state.num_computed_tokens:
+                self._cache.free_encoder_input(state.view, input_id)
+
+    # --- observation -------------------------------------------------------------------
+
+    def snapshot(self) -> EngineSnapshot:
+        block_size = self._kv.block_size
+        requests: dict[str, RequestSnapshot] = {}
+        for request_id, state in self._requests.items():
+            sources: list[KVSource] = []
+            for position in range(state.num_computed_tokens):
+                source = self._kv.sources[state.block_ids[position // block_size]][
+                    position % block_size
+                ]
+                if source is None:
+                    raise AssertionError(f"{request_id}: position {position} has no KV")
+                sources.append(source)
+            requests[request_id] = RequestSnapshot(
+                request_id=request_id,
+                status=state.status,
+                num_computed_tokens=state.num_computed_tokens,
+                output_token_ids=tuple(state.output_token_ids),
+                kv_block_ids=tuple(state.block_ids),
+                kv_sources=tuple(sources),
+            )
+        return EngineSnapshot(
+            requests=requests,
+            num_kv_blocks_in_use=self._kv.num_in_use,
+            encoder_cache_refs={
+                mm_hash: frozenset(ids) for mm_hash, ids in self._cache.cached.items()
+            },
+            encoder_cache_free_slots=self._cache.num_free_slots,
+            worker_held=self._worker.held_hashes(),
+            encoder_num_calls=self._encoder.num_calls,
+        )

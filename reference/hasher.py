@@ -1,0 +1,105 @@
+"""Content identity (HASH-1..5): ``mm_hash`` is the sha256 of a framed serialization.
+
+Every value is written as a *frame*: a one-byte type tag, an 8-byte big-endian payload
+length, then the payload. Containers frame each element, so no two different
+structures produce the same byte stream: ``["ab", "c"]`` and ``["a", "bc"]`` differ in
+their lengths, ``b"x"`` and ``"x"`` in their tags, a list and a tuple in theirs, and a
+dict's keys can never run into its values (HASH-4). Arrays carry ``dtype.str``, shape
+and C-contiguous bytes (HASH-3). The serialization reads content only, never
+``id()``, so equal content in different objects hashes equal (HASH-1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from spec.errors import InvalidInputError
+from spec.types import HashInput
+
+_TAG_NONE = b"N"
+_TAG_BOOL = b"B"
+_TAG_INT = b"I"
+_TAG_FLOAT = b"F"
+_TAG_STR = b"S"
+_TAG_BYTES = b"Y"
+_TAG_ARRAY = b"A"
+_TAG_LIST = b"L"
+_TAG_TUPLE = b"T"
+_TAG_DICT = b"D"
+_TAG_ITEM = b"H"  # the top-level (data, options) pair
+
+
+def frame(tag: bytes, payload: bytes) -> bytes:
+    """``tag`` + 8-byte big-endian ``len(payload)`` + ``payload``."""
+    return tag + struct.pack(">Q", len(payload)) + payload
+
+
+def serialize(data: object) -> bytes:
+    """The framed, type-tagged byte stream of ``data`` (see the module docstring).
+    Raises ``InvalidInputError`` for a type the hasher does not accept."""
+    # bool before int (bool is an int); numpy scalars hash as the Python value they equal.
+    if data is None:
+        return frame(_TAG_NONE, b"")
+    if isinstance(data, (bool, np.bool_)):
+        return frame(_TAG_BOOL, b"\x01" if data else b"\x00")
+    if isinstance(data, (int, np.integer)):
+        return frame(_TAG_INT, str(int(data)).encode("ascii"))
+    if isinstance(data, (float, np.floating)):
+        return frame(_TAG_FLOAT, struct.pack(">d", float(data)))
+    if isinstance(data, str):
+        return frame(_TAG_STR, data.encode("utf-8", "surrogatepass"))
+    if isinstance(data, bytes):
+        return frame(_TAG_BYTES, data)
+    if isinstance(data, np.ndarray):
+        return _serialize_array(data)
+    if isinstance(data, list):
+        return frame(_TAG_LIST, b"".join(serialize(element) for element in data))
+    if isinstance(data, tuple):
+        return frame(_TAG_TUPLE, b"".join(serialize(element) for element in data))
+    if isinstance(data, Mapping):
+        return _serialize_mapping(data)
+    raise InvalidInputError(f"cannot hash a value of type {type(data).__name__}")
+
+
+def _serialize_array(array: np.ndarray[Any, Any]) -> bytes:
+    if array.dtype.hasobject:
+        raise InvalidInputError(
+            f"cannot hash an array of dtype {array.dtype}: it holds object references"
+        )
+    shape = tuple(int(side) for side in array.shape)
+    data = np.ascontiguousarray(array).tobytes()  # C order, whatever the strides
+    return frame(_TAG_ARRAY, serialize(array.dtype.str) + serialize(shape) + serialize(data))
+
+
+def _serialize_mapping(mapping: Mapping[Any, Any]) -> bytes:
+    for key in mapping:
+        if not isinstance(key, str):
+            raise InvalidInputError(
+                f"cannot hash a mapping with a {type(key).__name__} key ({key!r}); keys must be str"
+            )
+    # Sorted by key: equal mappings in a different insertion order hash equal (HASH-5).
+    body = b"".join(serialize(key) + serialize(mapping[key]) for key in sorted(mapping))
+    return frame(_TAG_DICT, body)
+
+
+class Hasher:
+    """sha256 of the framed ``(data, options)`` pair (``spec.components.Hasher``).
+
+    ``options`` are the processor options that change the encoder output or the token
+    count (HASH-5); ``None`` means no options and hashes like ``{}``.
+    """
+
+    def hash_item(self, data: HashInput, options: Mapping[str, HashInput] | None = None) -> str:
+        if options is None:
+            options = {}
+        if not isinstance(options, Mapping):
+            raise InvalidInputError(
+                f"options must be a mapping of str to values, got {type(options).__name__}"
+            )
+        framed = frame(_TAG_ITEM, serialize(data) + _serialize_mapping(options))
+        return hashlib.sha256(framed).hexdigest()

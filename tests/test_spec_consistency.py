@@ -1,0 +1,86 @@
+"""SPEC.md, the property registry and the zoo agree with each other, so that no clause
+can be silently left unchecked and no property can claim a clause that does not exist."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+from properties.catalog import registered_properties
+from properties.loader import build_parts, load_adapter
+from spec.clauses import load_clauses, load_transitions
+from tests.test_zoo import ENTRIES
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The families the zoo must cover (later families must be covered too, see below).
+REQUIRED_FAMILIES = {"EXP", "HASH", "ENC", "ECM", "SPL", "SCH"}
+
+
+def test_every_clause_names_registered_properties() -> None:
+    registry = registered_properties()
+    for clause in load_clauses().values():
+        assert clause.checked_by, f"{clause.id} names no property"
+        for name in clause.checked_by:
+            assert name in registry, f"{clause.id} names {name}, which is not registered"
+            assert clause.id in registry[name].clauses, (
+                f"{clause.id} names {name}, but {name} declares {registry[name].clauses}"
+            )
+
+
+def test_every_property_names_existing_clauses() -> None:
+    clauses = load_clauses()
+    for spec in registered_properties().values():
+        assert spec.clauses, f"{spec.name} declares no clause"
+        for clause_id in spec.clauses:
+            assert clause_id in clauses, f"{spec.name} declares {clause_id}, not in SPEC.md"
+            assert spec.name in clauses[clause_id].checked_by, (
+                f"{spec.name} declares {clause_id}, but SPEC.md does not list it there"
+            )
+
+
+def test_every_declared_machine_is_a_registered_property() -> None:
+    reference = load_adapter("reference").adapter
+    parts = build_parts(reference, reference)
+    machines = {
+        runnable.machine_name
+        for spec in registered_properties().values()
+        if (runnable := spec.build(parts)).machine_name is not None
+    }
+    declared = load_transitions()
+    assert set(declared) <= machines, (
+        f"SPEC.md declares unknown machines {set(declared) - machines}"
+    )
+    assert machines <= set(declared), f"{sorted(machines - set(declared))} declare no transitions"
+    assert all(declared.values()), "a machine's transition list is empty"
+
+
+def test_every_clause_family_has_a_zoo_entry() -> None:
+    families = {clause.family for clause in load_clauses().values()}
+    assert REQUIRED_FAMILIES <= families
+    broken = {e.breaks.split("-")[0] for e in ENTRIES}
+    assert families <= broken, f"no zoo entry breaks a clause of {sorted(families - broken)}"
+
+
+def test_every_zoo_entry_names_a_clause_and_its_property() -> None:
+    clauses = load_clauses()
+    registry = registered_properties()
+    assert ENTRIES, "adapters/zoo/ has no entries"
+    for entry in ENTRIES:
+        assert entry.breaks in clauses, f"{entry.module}: BREAKS {entry.breaks} is not a clause"
+        assert entry.killed_by in registry, f"{entry.module}: {entry.killed_by} not registered"
+        assert entry.breaks in registry[entry.killed_by].clauses, (
+            f"{entry.module}: {entry.killed_by} does not check {entry.breaks}"
+        )
+
+
+def test_pyproject_pins_match_requirements() -> None:
+    requirements = {
+        line.strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pinned = set(project["dependencies"]) | set(project["optional-dependencies"]["dev"])
+    assert pinned == requirements
+    assert all(re.fullmatch(r"[\w-]+==[\w.]+", p) for p in pinned)
