@@ -74,6 +74,14 @@ def test_every_zoo_entry_names_a_clause_and_its_property() -> None:
         )
 
 
+def test_every_property_is_named_killer_of_a_zoo_entry() -> None:
+    """A property that kills nothing cannot be shown to fail (the standards' honesty
+    rule); tests/test_zoo.py runs each declared kill."""
+    killers = {entry.killed_by for entry in ENTRIES}
+    idle = sorted(set(registered_properties()) - killers)
+    assert not idle, f"properties no zoo entry names as its killer: {idle}"
+
+
 def test_pyproject_pins_match_requirements() -> None:
     requirements = {
         line.strip()
