@@ -27,6 +27,7 @@ list: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(RUN) -m pytest -q
+	$(RUN) -m properties.kill_matrix
 	$(MAKE) --no-print-directory typecheck lint
 
 typecheck: $(VENV)/.installed
@@ -53,3 +54,75 @@ verify-torch: $(VENV)/.torch
 
 bench-torch: $(VENV)/.torch
 	$(RUN) benchmarks/splice_bench.py
+
+# --- grading (docs/grading.md): a score per rubric item, reports, reproducers ---
+# make grade ADAPTER=path/to/adapter.py [RUBRIC=file.toml] [SEED=n] [FORMAT=markdown] [OUT=path]
+.PHONY: grade gradescope-bundle
+GRADE_PROFILE ?= grading
+FORMAT ?= text
+REPRODUCERS ?= reports/grading/reproducers
+
+grade: $(VENV)/.installed
+	$(RUN) -m properties grade $(ADAPTER) --profile $(GRADE_PROFILE) --format $(FORMAT) \
+		--reproducers $(REPRODUCERS) $(if $(RUBRIC),--rubric $(RUBRIC)) \
+		$(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT))
+
+# The Gradescope autograder zip; SEED=n bakes in a secret seed (reports hide it).
+gradescope-bundle: $(VENV)/.installed
+	$(RUN) gradescope/make_bundle.py --out reports/gradescope/autograder.zip \
+		--profile $(GRADE_PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(RUBRIC),--rubric $(RUBRIC))
+
+# --- evidence of power (docs/zoo.md, docs/mutation.md) ---
+# kill-matrix: every property against every zoo entry it can see (also part of `make test`).
+# time-to-catch: how fast each entry's own property catches it, and how short its counterexample.
+# mutation: mutmut over reference/, the properties as the tests; a fresh run (about an hour on
+# two cores), then the score. It has its own virtualenv (requirements-mutation.txt).
+.PHONY: kill-matrix time-to-catch mutation
+MUTATION_VENV ?= .venv-mutation
+
+kill-matrix: $(VENV)/.installed
+	$(RUN) -m properties.kill_matrix
+
+time-to-catch: $(VENV)/.installed
+	$(RUN) benchmarks/time_to_catch.py
+
+$(MUTATION_VENV)/.installed: requirements.txt requirements-mutation.txt
+	test -x $(MUTATION_VENV)/bin/python || python3 -m venv $(MUTATION_VENV)
+	$(MUTATION_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements-mutation.txt
+	touch $@
+
+mutation: $(MUTATION_VENV)/.installed
+	rm -rf mutants
+	$(MUTATION_VENV)/bin/mutmut run
+	PYTHONPATH=$(CURDIR) $(MUTATION_VENV)/bin/python benchmarks/mutation_score.py
+
+# --- the vLLM adapter: vLLM's own code, installed or from a source tree (docs/vllm.md) ---
+# make verify-vllm VLLM=0.22.1          a release: its wheel fetched and unpacked (.vllm-cache/)
+# make verify-vllm VLLM_SRC=path        a source tree (git checkout, or an unpacked release)
+# make verify-vllm ... BASELINE=0.22.1  only the verdicts that differ from a version, tree or
+#                                       saved report (SAVE=file.json saves one; ONLY=names)
+# make verify-vllm-ci                   the CI engine job: every pinned release against the
+#                                       findings declared in adapters/vllm/expected/
+# Its own virtualenv: torch (CPU) and the pinned packages vLLM's import chain needs, --no-deps.
+.PHONY: verify-vllm verify-vllm-ci
+VLLM_VENV ?= .venv-vllm
+VLLM_PYTHON := $(VLLM_VENV)/bin/python
+TORCH_SPEC ?= torch==2.13.0
+
+$(VLLM_VENV)/.installed: requirements.txt adapters/vllm/requirements-vllm.txt
+	test -x $(VLLM_PYTHON) || python3 -m venv $(VLLM_VENV)
+	$(VLLM_PYTHON) -m pip install --quiet --disable-pip-version-check $(TORCH_SPEC) \
+		-r requirements.txt
+	$(VLLM_PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r adapters/vllm/requirements-vllm.txt
+	touch $@
+
+verify-vllm: $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) -m properties verify --adapter adapters/vllm \
+		--profile $(PROFILE) $(if $(VLLM),--vllm $(VLLM)) $(if $(VLLM_SRC),--vllm-src $(VLLM_SRC)) \
+		$(if $(BASELINE),--baseline $(BASELINE)) $(if $(SAVE),--save-report $(SAVE)) \
+		$(if $(ONLY),--only $(ONLY))
+
+verify-vllm-ci: $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) adapters/vllm/ci.py

@@ -7,10 +7,13 @@ when any is not, 2 when the adapter is malformed (or the command line is wrong).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
+from properties import baseline as baselines
 from properties.catalog import registered_properties
+from properties.grading.cli import add_grade_command, run_grade
 from properties.loader import REFERENCE_REF, AdapterLoadError
 from properties.profiles import DEFAULT_PROFILE, PROFILES
 from properties.report import render
@@ -23,8 +26,10 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "grade":
+        return run_grade(args)
     if args.command == "verify":
-        return _verify(args.adapter, args.profile, args.only)
+        return _verify_vllm_aware(args)
     return _list()
 
 
@@ -49,21 +54,78 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="run only these properties (or the properties of these clause ids)",
     )
+    _add_vllm_and_baseline_options(run)
     commands.add_parser("list", help="list the clauses and the properties that check them")
+    add_grade_command(commands)
     return parser
 
 
-def _verify(adapter: str, profile: str, only: Sequence[str] | None) -> int:
+def _verify(
+    adapter: str,
+    profile: str,
+    only: Sequence[str] | None,
+    save_report: str | None = None,
+    baseline: str | None = None,
+    replay_options: str = "",
+) -> int:
     try:
+        before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
         report = verify(adapter, profile, only, progress=_progress)
-    except AdapterLoadError as e:
+    except (AdapterLoadError, UnknownSelectionError, baselines.BaselineError) as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
-    except UnknownSelectionError as e:
-        print(str(e), file=sys.stderr)
-        return EXIT_USAGE
-    sys.stdout.write(render(report))
+    if save_report:
+        baselines.save_verdicts(report, save_report)
+    if before is not None:
+        now = baselines.verdicts_of(report)
+        sys.stdout.write(baselines.render_differences(before, now))
+        return EXIT_FAILED if baselines.any_broke(before, now) else EXIT_OK
+    sys.stdout.write(render(report, replay_options=replay_options))
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+# --- the vLLM adapter's source and baselines (docs/vllm.md) ------------------------------
+
+_VLLM_ADAPTER = "adapters/vllm"
+
+
+def _add_vllm_and_baseline_options(run: argparse.ArgumentParser) -> None:
+    source = run.add_mutually_exclusive_group()
+    source.add_argument(
+        "--vllm-src",
+        metavar="PATH",
+        help="verify vLLM's code from this source tree (a git checkout or an unpacked "
+        f"release); implies --adapter {_VLLM_ADAPTER}",
+    )
+    source.add_argument(
+        "--vllm",
+        metavar="VERSION",
+        help="verify this vLLM release (its wheel fetched with pip download --no-deps and "
+        f"unpacked into .vllm-cache/); implies --adapter {_VLLM_ADAPTER}",
+    )
+    run.add_argument(
+        "--baseline",
+        metavar="VERSION|PATH|REPORT",
+        help="print only the verdicts that differ from this baseline: a vLLM version, a vLLM "
+        "source tree, or a report saved with --save-report (exit 1 when a verdict broke)",
+    )
+    run.add_argument("--save-report", metavar="FILE", help="save the verdicts as JSON")
+
+
+def _verify_vllm_aware(args: argparse.Namespace) -> int:
+    adapter: str = args.adapter
+    replay = ""
+    if args.vllm or args.vllm_src:
+        try:
+            tree = baselines.fetch_vllm(args.vllm) if args.vllm else args.vllm_src
+        except baselines.BaselineError as e:
+            print(str(e), file=sys.stderr)
+            return EXIT_USAGE
+        os.environ[baselines.VLLM_SOURCE_ENV] = os.path.abspath(tree)
+        if adapter == REFERENCE_REF:
+            adapter = _VLLM_ADAPTER
+        replay = f" --vllm-src {os.path.abspath(tree)}"
+    return _verify(adapter, args.profile, args.only, args.save_report, args.baseline, replay)
 
 
 def _progress(index: int, total: int, name: str, result: PropertyResult | None) -> None:

@@ -50,16 +50,16 @@ def _bitwise_equal(a: NDArray[Any], b: NDArray[Any]) -> bool:
 
 @clause_property("enc_output_shape", "ENC-1", subject=("encoder",))
 def enc_output_shape(parts: Parts) -> Runnable:
-    """ENC-1: encode(image, n) is a finite float32 (n, hidden_size) array; n < 1 raises
-    InvalidInputError."""
+    """ENC-1: encode(image, n) is a finite float32 (n, hidden_size) array; an n that is
+    not an int >= 1 (0, negative, a float, a bool, a string) raises InvalidInputError."""
 
     @given(
         image=images(max_bytes=200, max_side=6),
         hidden=hidden_sizes,
         n=row_counts,
-        bad_n=st.sampled_from([0, -1]) | st.integers(-(2**31), 0),
+        bad_n=st.sampled_from([0, -1, 2.5, 3.0, True, "3"]) | st.integers(-(2**31), 0),
     )
-    def test(image: ImageInput, hidden: int, n: int, bad_n: int) -> None:
+    def test(image: ImageInput, hidden: int, n: int, bad_n: object) -> None:
         note(f"encoder of hidden size {hidden} encodes {describe_image(image)} into {n} rows")
         encoder = parts.encoder(hidden)
         check(encoder.hidden_size == hidden, "ENC-1",
@@ -71,9 +71,10 @@ def enc_output_shape(parts: Parts) -> Runnable:
               f"encode(image, {n}) has shape {out.shape}, expected {(n, hidden)}")
         check(out.dtype == np.float32, "ENC-1", f"encode returned dtype {out.dtype}, not float32")
         check(bool(np.isfinite(out).all()), "ENC-1", "encode returned non-finite values")
-        note(f"then asks for {bad_n} rows")
-        expect_error("ENC-1", InvalidInputError, lambda: encoder.encode(image, bad_n),
-                     f"encode(image, {bad_n})")
+        note(f"then asks for {bad_n!r} rows")
+        expect_error("ENC-1", InvalidInputError,
+                     lambda: encoder.encode(image, bad_n),  # type: ignore[arg-type]
+                     f"encode(image, {bad_n!r})")
 
     return stateless(test)
 

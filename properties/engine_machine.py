@@ -509,6 +509,23 @@ def engine_machine(parts: Parts) -> Runnable:
                 f"embeddings, encoder budget {config.encoder_compute_budget}",
             )
 
+            # SYS-8: the hook only cuts a chunk at an image, so in a step that preempts
+            # nobody and leaves token budget unused, a request that was running with its
+            # next position outside every image (a text token, or decoding) computes.
+            if tokens < config.token_budget and not out.preempted:
+                for request_id in live_before:
+                    progress = model.progress[request_id]
+                    if not progress.running or request_id in scheduled_ids:
+                        continue
+                    facts = model.facts[request_id]
+                    check(
+                        facts.item_at(progress.computed) is not None,
+                        "SYS-8",
+                        f"step {self.steps} leaves {config.token_budget - tokens} of the "
+                        f"token budget unused and preempts nobody, but {request_id}, running "
+                        f"with position {progress.computed} (text) next, computes nothing",
+                    )
+
             # per chunk: SYS-10 progress, SYS-1 service, SYS-2 rows; transitions
             budget_left = config.token_budget
             encoded_set = set(encoded)
@@ -897,6 +914,18 @@ def engine_machine(parts: Parts) -> Runnable:
             for request_id, progress in model.progress.items():
                 snap = after.requests[request_id]
                 facts = model.facts[request_id]
+                check(
+                    snap.request_id == request_id,
+                    "SYS-10",
+                    f"the snapshot files {snap.request_id!r} under {request_id}",
+                )
+                bad = [t for t in snap.output_token_ids
+                       if isinstance(t, bool) or not isinstance(t, int) or t < 0]
+                check(
+                    not bad,
+                    "SYS-10",
+                    f"{request_id} generated {bad}: generated tokens are token ids",
+                )
                 check(
                     snap.num_computed_tokens == progress.computed
                     and len(snap.output_token_ids) == progress.outputs

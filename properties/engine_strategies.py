@@ -21,7 +21,7 @@ from spec.types import EngineConfig, EngineRequest, MultiModalItem, PlaceholderR
 
 #: Token ids: text tokens are small ints; image positions are placeholder tokens and the
 #: positions an ``is_embed`` mask leaves out are break tokens (Pixtral-style).
-TEXT_TOKENS = (1, 2, 3)
+TEXT_TOKENS = (0, 1, 2)
 PLACEHOLDER_TOKEN = 9
 BREAK_TOKEN = 8
 
@@ -79,12 +79,12 @@ class RawImage:
 
 @st.composite
 def engine_configs(draw: st.DrawFn) -> EngineConfig:
-    """Small resources, so that every limit binds: token budget 2..8, encoder budget
-    1..6, encoder cache 2..8, KV cache of 4..16 blocks of 1..4 tokens."""
+    """Small resources, so that every limit binds: token budget 1..8, encoder budget
+    1..6, encoder cache 2..8, KV cache of 4..16 blocks of 1..4 tokens, hidden size 1..2."""
     block_size = draw(st.integers(1, 4), label="block_size")
     min_blocks = max(4, ceil_div(8, block_size))
     return EngineConfig(
-        token_budget=draw(st.integers(2, 8), label="token_budget"),
+        token_budget=draw(st.integers(1, 8), label="token_budget"),
         encoder_compute_budget=draw(st.integers(1, 6), label="encoder_budget"),
         # mostly tight: eviction, and waiting for space, are the point
         encoder_cache_size=draw(st.sampled_from(CACHE_SIZES), label="encoder_cache_size"),
@@ -94,7 +94,7 @@ def engine_configs(draw: st.DrawFn) -> EngineConfig:
             label="num_kv_blocks",
         ),
         block_size=block_size,
-        hidden_size=2,
+        hidden_size=draw(st.sampled_from((2, 1)), label="hidden_size"),
         enable_prefix_caching=draw(st.sampled_from((True, True, True, False))),
         disable_chunked_mm_input=draw(st.sampled_from((False, False, False, True))),
     )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hypothesis import given, note
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 from properties import oracles
@@ -29,17 +29,20 @@ from properties.strategies import (
     images_for_policy,
     prompt_cases,
     rowbreak_policies,
+    shaped_image,
     shaped_images,
     tiled_policies,
 )
 from spec.components import Processor
 from spec.errors import InvalidInputError, MarkerCountError
 from spec.types import (
+    DynamicResolutionPolicy,
     ExpandedPrompt,
     FixedPolicy,
     ImageInput,
     ProcessorConfig,
     RowBreakPolicy,
+    TiledPolicy,
     TokenCountPolicy,
     ToyPolicy,
 )
@@ -217,10 +220,14 @@ _NON_IMAGES: list[object] = ["an image", 7, None, 1.5, [b"\x01\x02"], {"image": 
 @st.composite
 def _bad_inputs(draw: st.DrawFn) -> tuple[PromptCase, str]:
     """A well-formed case spoiled in one way: a non-image item, a special id (other than
-    the marker) used as text, a negative token, or a zero-size image."""
-    kind = draw(st.sampled_from(["non_image", "special_as_text", "negative", "empty_image"]))
-    case = draw(prompt_cases(min_images=0 if kind in ("special_as_text", "negative") else 1))
-    prompt = list(case.prompt)
+    the marker) used as text, a negative token, a token id that is not an int (a bool,
+    a float, a string), or a zero-size image."""
+    kind = draw(st.sampled_from(
+        ["non_image", "special_as_text", "negative", "not_an_int", "empty_image"]
+    ))
+    text_kinds = ("special_as_text", "negative", "not_an_int")
+    case = draw(prompt_cases(min_images=0 if kind in text_kinds else 1))
+    prompt: list[Any] = list(case.prompt)
     imgs: list[Any] = list(case.images)
     config = case.config
     if kind == "non_image":
@@ -237,20 +244,23 @@ def _bad_inputs(draw: st.DrawFn) -> tuple[PromptCase, str]:
         why = f"image {i} is empty ({describe_image(imgs[i])})"
     else:
         pos = draw(st.integers(0, len(prompt)))
+        token: object
         if kind == "negative":
             token = draw(st.sampled_from([-1]) | st.integers(-(2**31), -1))
+        elif kind == "not_an_int":
+            token = draw(st.sampled_from([True, False, 1.0, 7.5, "7", np.float32(3)]))
         else:
             token = draw(st.sampled_from([config.placeholder_id, config.break_id,
                                           config.end_id]))
         prompt.insert(pos, token)
-        why = f"token {token} at prompt position {pos}"
+        why = f"token {token!r} at prompt position {pos}"
     return PromptCase(config, tuple(prompt), tuple(imgs)), why
 
 
 @clause_property("exp_bad_input_rejected", "EXP-4", subject=("processor",))
 def exp_bad_input_rejected(parts: Parts) -> Runnable:
-    """EXP-4: a non-image item, a special id as text, a negative token or a zero-size
-    image raises InvalidInputError naming the problem."""
+    """EXP-4: a non-image item, a special id as text, a negative or non-int token or a
+    zero-size image raises InvalidInputError naming the problem."""
 
     @given(bad=_bad_inputs())
     def test(bad: tuple[PromptCase, str]) -> None:
@@ -395,6 +405,12 @@ def exp_dynamic_policy(parts: Parts) -> Runnable:
             return f"{h}x{w} resized to {h2}x{w2}, {h2 // factor}x{w2 // factor} merged patches"
         return explain
 
+    # Boundaries random images rarely hit exactly. A 57x56 image rounds to exactly
+    # max_pixels (2x2 merged patches of 28): kept, not shrunk. An aspect ratio of exactly
+    # 200 is still accepted (upstream refuses only above it).
+    @example(case=(DynamicResolutionPolicy(min_pixels=784, max_pixels=3136),
+                    [shaped_image(57, 56)]))
+    @example(case=(DynamicResolutionPolicy(), [shaped_image(1, 200)]))
     @given(case=_policy_and_images(dynamic_policies(), 2500))
     def test(case: tuple[Any, list[ImageInput]]) -> None:
         policy, imgs = case
@@ -417,6 +433,15 @@ def exp_tiled_policy(parts: Parts) -> Runnable:
                     f"thumbnail, {oracles.tiled_tokens_per_tile(policy)} tokens each")
         return explain
 
+    # Ties found by exhaustive search over small grids. 63x56 ties the 2x2 and 3x3 grids
+    # with an area exactly on the 3x3 threshold (28² x 9 / 2 = 3528): the threshold is
+    # strict, 2x2 stays. 2x3 ties the 1-tile and 2-tile grids (aspect 1.5): grids are
+    # visited fewest tiles first, so the 1x1 grid comes first and keeps the tie.
+    @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=1, max_tiles=9),
+                    [shaped_image(63, 56)]))
+    @example(case=(TiledPolicy(max_tiles=3), [shaped_image(2, 3)]))
+    # The smallest valid tile: (28/14)² / 2² = 1 token per tile.
+    @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=2), [shaped_image(30, 61)]))
     @given(case=_policy_and_images(tiled_policies(), 2000))
     def test(case: tuple[Any, list[ImageInput]]) -> None:
         policy, imgs = case
@@ -437,6 +462,9 @@ def exp_rowbreak_policy(parts: Parts) -> Runnable:
             return f"{h}x{w}: {rows} rows of {cols} image tokens + a break"
         return explain
 
+    # A 9x1 (1x9) image scaled by 9/4 floors its width (height) to 0 pixels: kept at 1.
+    @example(case=(RowBreakPolicy(patch_size=1, max_image_size=4), [shaped_image(9, 1)]))
+    @example(case=(RowBreakPolicy(patch_size=1, max_image_size=4), [shaped_image(1, 9)]))
     @given(case=_policy_and_images(rowbreak_policies(), 3500))
     def test(case: tuple[RowBreakPolicy, list[ImageInput]]) -> None:
         policy, imgs = case

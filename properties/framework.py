@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hypothesis import reproduce_failure as _reproduce_failure
+from hypothesis import seed as _seed
 from hypothesis import settings as Settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
@@ -136,6 +138,20 @@ class Runnable:
     examples: int = 0
     transitions: Counter[str] = field(default_factory=Counter)
     machine_name: str | None = None
+    #: Set by the runner before ``run``: an explicit Hypothesis seed (it overrides
+    #: ``derandomize``: another, equally repeatable run), and ``(version, blob)`` of a
+    #: ``@reproduce_failure`` to replay exactly one recorded test case.
+    seed: int | None = None
+    replay: tuple[str, bytes] | None = None
+
+
+def _apply_overrides(runnable: Runnable, target: Any) -> None:
+    """Seed or replay ``target`` (a ``@given`` test or a machine class) through
+    Hypothesis' public decorators, as ``runnable`` asks."""
+    if runnable.seed is not None:
+        _seed(runnable.seed)(target)
+    if runnable.replay is not None:
+        _reproduce_failure(*runnable.replay)(target)
 
 
 def stateless(test: Any) -> Runnable:
@@ -152,7 +168,9 @@ def stateless(test: Any) -> Runnable:
     test.hypothesis.inner_test = counted
 
     def run(profile: Settings) -> None:
-        profile(test)()
+        target = profile(test)
+        _apply_overrides(runnable, target)
+        target()
 
     runnable.run = run
     return runnable
@@ -184,6 +202,7 @@ def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
     Counted.__qualname__ = cls.__qualname__
 
     def run(profile: Settings) -> None:
+        _apply_overrides(runnable, Counted)
         run_state_machine_as_test(Counted, settings=profile)
 
     runnable.run = run

@@ -17,13 +17,14 @@ _HEADERS = ("clause", "property", "examples", "verdict", "implementation")
 _NEEDS_SECTION = (Verdict.FAIL, Verdict.ERROR, Verdict.VACUOUS)
 
 
-def render(report: Report) -> str:
-    """The whole report, ending with a newline."""
+def render(report: Report, replay_options: str = "") -> str:
+    """The whole report, ending with a newline. ``replay_options`` are appended to each
+    replay command (e.g. `` --vllm-src PATH``: what else the run needed)."""
     lines = _header(report)
     lines += ["", *_table(report)]
     for result in report.results.values():
         if result.verdict in _NEEDS_SECTION:
-            lines += ["", *_section(report, result)]
+            lines += ["", *_section(report, result, replay_options)]
     missing = [row for row in report.rows if row.verdict is Verdict.MISSING]
     if missing:
         lines += ["", "== missing property =="]
@@ -80,7 +81,7 @@ def _table(report: Report) -> list[str]:
     return [line(_HEADERS), line(["-" * w for w in widths]), *(line(c) for c in cells)]
 
 
-def _section(report: Report, result: PropertyResult) -> list[str]:
+def _section(report: Report, result: PropertyResult, replay_options: str = "") -> list[str]:
     clauses = ", ".join(result.clauses)
     lines = [f"== {result.verdict.value} {result.name} ({clauses}) =="]
     if result.verdict is Verdict.VACUOUS:
@@ -99,7 +100,7 @@ def _section(report: Report, result: PropertyResult) -> list[str]:
     lines.append("replay:")
     lines.append(
         f"  python -m properties verify --adapter {report.adapter_ref} "
-        f"--profile {report.profile} --only {result.name}"
+        f"--profile {report.profile} --only {result.name}{replay_options}"
     )
     return lines
 

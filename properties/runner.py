@@ -19,6 +19,7 @@ succeed, so the suite can never silently skip a clause.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import traceback
@@ -154,10 +155,15 @@ def run_property(
     adapter_id: str,
     *,
     transitions: Mapping[str, tuple[str, ...]] | None = None,
+    seed: int | None = None,
+    replay: tuple[str, bytes] | None = None,
 ) -> PropertyResult:
     """Run ``spec`` on ``parts`` under ``profile`` and classify the outcome.
 
     ``transitions``: machine name -> the transitions it must reach (default: SPEC.md's).
+    ``seed``: run under :func:`property_seed` of it instead of the profile's own
+    derandomized seed (a different, equally repeatable run). ``replay``: the
+    ``(version, blob)`` of a ``@reproduce_failure``: run just that one test case.
     """
     declared_by_machine = load_transitions() if transitions is None else transitions
     settings = settings_for(profile, adapter_id)
@@ -191,6 +197,8 @@ def run_property(
             _notes(e),
         )
         return result(Verdict.ERROR, failures=(failure,))
+    runnable.seed = None if seed is None else property_seed(seed, spec.name)
+    runnable.replay = replay
     try:
         runnable.run(settings)
     except Exception as e:  # noqa: BLE001 - every outcome is classified below
@@ -226,6 +234,14 @@ def run_property(
             ),
         )
     return result(Verdict.PASS, runnable.examples, transitions=counts)
+
+
+def property_seed(seed: int, name: str) -> int:
+    """The Hypothesis seed of property ``name`` in a run seeded with ``seed``: one
+    per property, so that properties do not share a random stream, and a function of
+    the two alone, so that the same seed gives the same test cases."""
+    digest = hashlib.sha256(f"{seed}/{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def _counts(
@@ -338,12 +354,14 @@ def verify(
     fallback_ref: str | None = REFERENCE_REF,
     transitions: Mapping[str, tuple[str, ...]] | None = None,
     progress: ProgressFn | None = None,
+    seed: int | None = None,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
 
     Raises :class:`~properties.loader.AdapterLoadError` for a malformed adapter (or
     fallback) and :class:`UnknownSelectionError` for an unknown ``only`` name.
+    ``seed``: see :func:`run_property`.
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -362,7 +380,9 @@ def verify(
     for index, name in enumerate(to_run, 1):
         if progress:
             progress(index, len(to_run), name, None)
-        results[name] = _run_if_provided(registry[name], loaded, parts, profile, transitions)
+        results[name] = _run_if_provided(
+            registry[name], loaded, parts, profile, transitions, seed
+        )
         if progress:
             progress(index, len(to_run), name, results[name])
 
@@ -409,6 +429,7 @@ def _run_if_provided(
     parts: Parts,
     profile: str,
     transitions: Mapping[str, tuple[str, ...]] | None,
+    seed: int | None = None,
 ) -> PropertyResult:
     absent = [c for c in spec.subject if not loaded.provides(c)]
     if spec.subject_any and len(absent) < len(spec.subject):
@@ -429,7 +450,9 @@ def _run_if_provided(
             Verdict.NOT_PROVIDED,
             detail=f"no implementation provides {', '.join(nobody)}",
         )
-    return run_property(spec, parts, profile, loaded.identity, transitions=transitions)
+    return run_property(
+        spec, parts, profile, loaded.identity, transitions=transitions, seed=seed
+    )
 
 
 def _row(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import given, note
+from hypothesis import example, given, note
 
 from properties.framework import (
     ComponentName,
@@ -43,7 +43,14 @@ from properties.scheduling_strategies import (
 )
 from spec.components import EncoderCacheManager
 from spec.errors import BudgetConfigError, EmbedCountMismatchError
-from spec.types import EncoderBudgetConfig, RequestView, ScheduleDecision, SchedulerConfig
+from spec.types import (
+    EncoderBudgetConfig,
+    MultiModalItem,
+    PlaceholderRange,
+    RequestView,
+    ScheduleDecision,
+    SchedulerConfig,
+)
 
 SCH_SUBJECT: tuple[ComponentName, ...] = ("scheduling_hook",)
 SCH_USES: tuple[ComponentName, ...] = ("encoder_cache_manager",)
@@ -210,9 +217,11 @@ def hook_property(
     check_clause: Callable[[HookRun], None],
     disable_chunked_mm_input: bool | None = None,
     focus: Focus = "any",
+    examples: tuple[HookScenario, ...] = (),
 ) -> Callable[[Parts], Runnable]:
     """Register ``name`` checking ``clause`` on one drawn call of the hook, drawn with
-    ``focus`` (see :data:`~properties.scheduling_strategies.Focus`)."""
+    ``focus`` (see :data:`~properties.scheduling_strategies.Focus`), after the explicit
+    ``examples``."""
 
     @clause_property(name, clause, subject=SCH_SUBJECT, uses=SCH_USES)
     def build(parts: Parts) -> Runnable:
@@ -220,6 +229,8 @@ def hook_property(
         def test(scenario: HookScenario) -> None:
             check_clause(run_hook(parts, scenario))
 
+        for scenario in examples:
+            test = example(scenario=scenario)(test)
         return stateless(test)
 
     build.__name__ = build.__qualname__ = name
@@ -438,8 +449,32 @@ sch_no_partial_item_when_disabled = hook_property(
     focus="partial",
 )
 sch_budget_accounting = hook_property("sch_budget_accounting", "SCH-7", budget_accounting)
+#: The window starts on the break token that ends image A and runs into image B next to
+#: it: A has no row to encode there, and the hook must go on to B, not stop at A.
+_BREAK_THEN_IMAGE = HookScenario(
+    request=RequestView(
+        REQUEST_ID,
+        (
+            MultiModalItem("A", PlaceholderRange(0, 2, (True, False))),
+            MultiModalItem("B", PlaceholderRange(2, 1)),
+        ),
+    ),
+    prompt_len=4,
+    cache_size=8,
+    others=(),
+    prep=(),
+    num_computed_tokens=1,
+    num_new_tokens=2,
+    encoder_compute_budget=8,
+    shift=0,
+    disable_chunked_mm_input=False,
+)
 sch_needed_embeddings_available = hook_property(
-    "sch_needed_embeddings_available", "SCH-8", needed_embeddings_available, focus="doorstep"
+    "sch_needed_embeddings_available",
+    "SCH-8",
+    needed_embeddings_available,
+    focus="doorstep",
+    examples=(_BREAK_THEN_IMAGE,),
 )
 
 

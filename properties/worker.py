@@ -236,7 +236,8 @@ def wrk_freed_hash_dropped(parts: Parts) -> Runnable:
 @clause_property("wrk_gather_selects_embed_rows", "WRK-3", subject=("worker_store",))
 def wrk_gather_selects_embed_rows(parts: Parts) -> Runnable:
     """WRK-3: arbitrary windows get exactly the rows of their embedding positions;
-    writing into the results changes nothing a later gather returns."""
+    writing into the results, or into the encoder outputs the store was given, changes
+    nothing a later gather returns."""
 
     @given(pool=images(), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:
@@ -263,15 +264,17 @@ def wrk_gather_selects_embed_rows(parts: Parts) -> Runnable:
                     f"are not those",
                 )
 
-        outputs = {i.mm_hash: i.embeds for i in pool}
+        outputs = {i.mm_hash: i.embeds.copy() for i in pool}
         first = _serve(store, WorkerStep((), outputs, gathers), "WRK-3", "all were stored")
         check_rows(first, "in the storing step")
         for rows in first:  # the caller owns its result and may write into it
             if rows.size and rows.flags.writeable:
                 rows[...] = -1.0
-        note("the caller writes -1 into every gathered row")
+        for output in outputs.values():  # and reuses the buffers it handed over
+            output[...] = -2.0
+        note("the caller writes -1 into every gathered row and -2 into the encoder outputs")
         again = _serve(store, WorkerStep((), {}, gathers), "WRK-3", "nothing was freed")
-        check_rows(again, "after the caller wrote into earlier results")
+        check_rows(again, "after the caller wrote into earlier results and outputs")
 
     return stateless(test)
 

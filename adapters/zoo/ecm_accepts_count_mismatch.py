@@ -8,6 +8,10 @@ from spec.types import RequestView
 
 BREAKS = "HASH-6"
 KILLED_BY = "hash_count_mismatch_rejected"
+ORIGIN = (
+    "vLLM v0.22.1 v1/core/encoder_cache_manager.py::check_and_update_cache takes no count "
+    "(rejected in v0.33.0 by Scheduler._reject_on_encoder_cache_embed_mismatch)"
+)
 
 
 class AcceptsCountMismatch(EncoderCacheManager):

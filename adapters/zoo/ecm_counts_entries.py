@@ -7,6 +7,10 @@ from spec.adapter import Adapter
 
 BREAKS = "ECM-1"
 KILLED_BY = "EncoderCacheMachine"
+ORIGIN = (
+    "seed 004 VisionEncoderCache: capacity is `max_cache_size` entries (`len(self.cache) >= "
+    "self.max_size`), not embeddings"
+)
 
 
 class CountsEntries(EncoderCacheManager):

@@ -8,6 +8,10 @@ from spec.types import RequestView
 
 BREAKS = "ECM-5"
 KILLED_BY = "EncoderCacheMachine"
+ORIGIN = (
+    "typical student error: the eviction loop tests its condition after popping (a "
+    "do-while), so it evicts one entry past enough"
+)
 
 
 class EvictsOneExtra(EncoderCacheManager):

@@ -8,6 +8,10 @@ from spec.types import RequestView
 
 BREAKS = "ECM-5"
 KILLED_BY = "EncoderCacheMachine"
+ORIGIN = (
+    "seed 004 VisionEncoderCache: FIFO eviction of the oldest entry "
+    "(`next(iter(self.cache))`) whether or not a request still uses it"
+)
 
 
 class EvictsReferenced(EncoderCacheManager):

@@ -8,6 +8,10 @@ from spec.types import RequestView
 
 BREAKS = "ECM-5"
 KILLED_BY = "EncoderCacheMachine"
+ORIGIN = (
+    "typical student error: `freeable.popitem()` (last=True, LIFO by default) instead of "
+    "`popitem(last=False)`"
+)
 
 
 class NewestFirstEviction(EncoderCacheManager):

@@ -8,6 +8,10 @@ from spec.types import RequestView
 
 BREAKS = "ECM-6"
 KILLED_BY = "EncoderCacheMachine"
+ORIGIN = (
+    "vLLM v0.22.1 v1/core/encoder_cache_manager.py::free_encoder_input discards the request "
+    "id at the first release (fixed in v0.33.0 by request_hash_refs)"
+)
 
 
 class ReleaseAtFirstUse(EncoderCacheManager):

@@ -7,6 +7,10 @@ from spec.adapter import Adapter
 
 BREAKS = "ECM-7"
 KILLED_BY = "EncoderCacheMachine"
+ORIGIN = (
+    "vLLM v0.22.1 v1/core/encoder_cache_manager.py::get_freed_mm_hashes returns every "
+    "evicted hash (v0.33.0 drops those held again)"
+)
 
 
 class ReportsReallocatedFreed(EncoderCacheManager):

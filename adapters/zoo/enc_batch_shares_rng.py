@@ -17,6 +17,10 @@ from spec.types import ImageInput
 
 BREAKS = "ENC-4"
 KILLED_BY = "enc_batch_equals_single"
+ORIGIN = (
+    "typical student error: one numpy Generator per batch, seeded by the first item, instead "
+    "of one per item"
+)
 
 
 class SharedRng(Encoder):

@@ -13,6 +13,7 @@ from spec.types import ImageInput
 
 BREAKS = "ENC-3"
 KILLED_BY = "enc_counts_calls"
+ORIGIN = "typical student error: `num_calls += 1` per encode_batch call instead of per encoded item"
 
 
 class CountsBatches(Encoder):

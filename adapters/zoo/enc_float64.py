@@ -13,6 +13,10 @@ from spec.types import ImageInput
 
 BREAKS = "ENC-1"
 KILLED_BY = "enc_output_shape"
+ORIGIN = (
+    "typical student error: numpy's default dtype (`rng.standard_normal(...)` is float64) "
+    "left uncast"
+)
 
 
 class Float64Encoder(Encoder):

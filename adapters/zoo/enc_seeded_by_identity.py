@@ -14,6 +14,10 @@ from spec.types import ImageInput
 
 BREAKS = "ENC-2"
 KILLED_BY = "enc_deterministic_by_content"
+ORIGIN = (
+    "typical student error: `np.random.default_rng(id(image))`, seeding from the object "
+    "instead of its content hash"
+)
 
 
 class IdentitySeeded(Encoder):

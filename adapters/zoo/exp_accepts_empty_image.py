@@ -9,6 +9,10 @@ from spec.adapter import Adapter
 
 BREAKS = "EXP-4"
 KILLED_BY = "exp_bad_input_rejected"
+ORIGIN = (
+    "typical student error: the seed 000 toy rule `len(b) // 64 + 1` gives an empty image "
+    "one token, so nothing rejects it"
+)
 
 
 class AcceptsEmptyImage(Processor):

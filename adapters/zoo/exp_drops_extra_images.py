@@ -10,6 +10,7 @@ from spec.types import ExpandedPrompt, ImageInput
 
 BREAKS = "EXP-4"
 KILLED_BY = "exp_marker_mismatch_rejected"
+ORIGIN = "typical student error: `zip(markers, images)` silently truncates to the shorter list"
 
 
 class DropsExtraImages(Processor):

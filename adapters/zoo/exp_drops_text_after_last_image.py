@@ -10,6 +10,11 @@ from spec.types import ExpandedPrompt, ImageInput
 
 BREAKS = "EXP-3"
 KILLED_BY = "exp_text_preserved"
+ORIGIN = (
+    "typical student error: the expansion loop copies the text before each marker and "
+    "forgets the tail after the last one (seed 004's injector needs an explicit `if prev_end "
+    "< len(...)`)"
+)
 
 
 class DropsTrailingText(Processor):

@@ -10,6 +10,10 @@ from spec.types import DynamicResolutionPolicy
 
 BREAKS = "EXP-8"
 KILLED_BY = "exp_dynamic_policy"
+ORIGIN = (
+    "typical student error: Qwen2-VL token count as (h/patch)*(w/patch), forgetting the "
+    "merge_size**2 spatial merge"
+)
 
 
 class ForgetsMerge(Processor):

@@ -9,6 +9,10 @@ from spec.types import FixedPolicy
 
 BREAKS = "EXP-7"
 KILLED_BY = "exp_fixed_policy"
+ORIGIN = (
+    "typical student error: LLaVA-1.5's (336/14)**2 + 1 = 577, counting the CLIP CLS token "
+    "the projector drops"
+)
 
 
 class FixedCountsCls(Processor):

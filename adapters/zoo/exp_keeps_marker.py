@@ -10,6 +10,10 @@ from spec.types import ExpandedPrompt, ImageInput, PlaceholderRange
 
 BREAKS = "EXP-1"
 KILLED_BY = "exp_total_length"
+ORIGIN = (
+    "typical student error: inserting the placeholders after the marker instead of replacing "
+    "it (off by one in the total length)"
+)
 
 
 class KeepsMarker(Processor):

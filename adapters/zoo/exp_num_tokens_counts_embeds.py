@@ -9,6 +9,10 @@ from spec.types import ImageInput
 
 BREAKS = "EXP-5"
 KILLED_BY = "exp_range_matches_policy"
+ORIGIN = (
+    "typical student error: Pixtral row-break ranges sized by the embedding count, "
+    "forgetting the break and end tokens"
+)
 
 
 class CountsEmbeds(Processor):

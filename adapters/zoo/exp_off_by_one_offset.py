@@ -10,6 +10,10 @@ from spec.types import ExpandedPrompt, ImageInput, PlaceholderRange
 
 BREAKS = "EXP-2"
 KILLED_BY = "exp_ranges_well_formed"
+ORIGIN = (
+    "typical student error: the offset recorded after appending the marker position "
+    "(`len(out)` one step late)"
+)
 
 
 class OffByOneOffset(Processor):

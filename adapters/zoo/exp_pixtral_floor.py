@@ -12,6 +12,10 @@ from spec.types import RowBreakPolicy
 
 BREAKS = "EXP-10"
 KILLED_BY = "exp_rowbreak_policy"
+ORIGIN = (
+    "typical student error: `//` where Pixtral needs ceiling division for the last partial "
+    "patch row and column"
+)
 
 
 class PixtralFloor(Processor):

@@ -15,6 +15,10 @@ from spec.types import TiledPolicy
 
 BREAKS = "EXP-9"
 KILLED_BY = "exp_tiled_policy"
+ORIGIN = (
+    "seed 004 DynamicResolutionPreprocessor.find_best_grid: strict `<` keeps the first grid "
+    "on a tie (InternVL breaks ties by area)"
+)
 
 
 class TieKeepsSmaller(Processor):

@@ -12,6 +12,10 @@ from spec.types import ToyPolicy
 
 BREAKS = "EXP-6"
 KILLED_BY = "exp_toy_policy"
+ORIGIN = (
+    "typical student error: `ceil(n / 64)` for the seed 000 toy rule `n // 64 + 1` (they "
+    "differ exactly on multiples of 64)"
+)
 
 
 class ToyCeil(Processor):

@@ -10,6 +10,10 @@ from spec.types import HashInput
 
 BREAKS = "HASH-1"
 KILLED_BY = "hash_equal_content_equal_hash"
+ORIGIN = (
+    "typical student error: keying the cache by `id(image)` (or `hash(obj)`), so equal "
+    "content in another object misses"
+)
 
 
 class IdentityHasher(Hasher):

@@ -13,6 +13,10 @@ from spec.types import HashInput
 
 BREAKS = "HASH-2"
 KILLED_BY = "hash_same_length_different_bytes"
+ORIGIN = (
+    "typical student error: a cache key built from the image's size (`len(image_bytes)`), "
+    "which the seed 000 lesson 'same length, different bytes' exists to catch"
+)
 
 
 class LengthHasher(Hasher):

@@ -11,6 +11,10 @@ from spec.types import HashInput
 
 BREAKS = "HASH-5"
 KILLED_BY = "hash_covers_processor_options"
+ORIGIN = (
+    "typical student error: hashing the pixels only, not the processor kwargs (vLLM's "
+    "MultiModalHasher.hash_kwargs hashes both)"
+)
 
 
 class IgnoresOptions(Hasher):

@@ -12,6 +12,10 @@ from spec.types import HashInput
 
 BREAKS = "HASH-3"
 KILLED_BY = "hash_array_dtype_and_shape"
+ORIGIN = (
+    "typical student error: `hashlib.sha256(array.tobytes())`, which drops shape (numpy's "
+    "tobytes is layout-free)"
+)
 
 
 class NoShapeHasher(Hasher):

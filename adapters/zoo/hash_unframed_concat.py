@@ -31,4 +31,8 @@ class UnframedHasher(Hasher):
 
 BREAKS = "HASH-4"
 KILLED_BY = "hash_structure_framed"
+ORIGIN = (
+    "vLLM v0.22.1 multimodal/hasher.py::MultiModalHasher.iter_item_to_bytes concatenates "
+    "keys and values without lengths"
+)
 ADAPTER = Adapter(name="zoo.hash_unframed_concat", hasher=UnframedHasher)

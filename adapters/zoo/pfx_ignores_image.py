@@ -18,4 +18,8 @@ class IgnoresImageBlockHasher(BlockHasher):
 
 BREAKS = "PFX-5"
 KILLED_BY = "pfx_no_cross_image_aliasing"
+ORIGIN = (
+    "typical student error: text-only prefix caching reused for multimodal prompts "
+    "(placeholders are identical dummy ids)"
+)
 ADAPTER = Adapter(name="zoo.pfx_ignores_image", block_hasher=IgnoresImageBlockHasher)

@@ -20,4 +20,8 @@ class KeyByIdentityBlockHasher(BlockHasher):
 
 BREAKS = "PFX-2"
 KILLED_BY = "pfx_same_inputs_same_hashes"
+ORIGIN = (
+    "typical student error: extra keys built from the item object (`id(item)`) instead of "
+    "its mm_hash"
+)
 ADAPTER = Adapter(name="zoo.pfx_key_by_identity", block_hasher=KeyByIdentityBlockHasher)

@@ -20,4 +20,8 @@ class KeyBySizeBlockHasher(BlockHasher):
 
 BREAKS = "PFX-4"
 KILLED_BY = "pfx_different_image_diverges_at_first_touching_block"
+ORIGIN = (
+    "typical student error: extra keys built from the placeholder length, which equal-size "
+    "images share"
+)
 ADAPTER = Adapter(name="zoo.pfx_key_by_size", block_hasher=KeyBySizeBlockHasher)

@@ -19,4 +19,8 @@ class NoOffsetBlockHasher(BlockHasher):
 
 BREAKS = "PFX-6"
 KILLED_BY = "pfx_moving_image_changes_hashes"
+ORIGIN = (
+    "typical student error: extra keys carry the mm_hash alone, so an image shifted inside a "
+    "block hashes the same"
+)
 ADAPTER = Adapter(name="zoo.pfx_no_offset", block_hasher=NoOffsetBlockHasher)

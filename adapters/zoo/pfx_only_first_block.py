@@ -20,4 +20,8 @@ class OnlyFirstBlockHasher(BlockHasher):
 
 BREAKS = "PFX-3"
 KILLED_BY = "pfx_extra_keys_exact"
+ORIGIN = (
+    "typical student error: the item's key added to the block holding its offset only, not "
+    "to every block it spans"
+)
 ADAPTER = Adapter(name="zoo.pfx_only_first_block", block_hasher=OnlyFirstBlockHasher)

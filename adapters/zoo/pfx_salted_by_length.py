@@ -20,4 +20,8 @@ class SaltedByLengthBlockHasher(BlockHasher):
 
 BREAKS = "PFX-1"
 KILLED_BY = "pfx_chain_prefix_property"
+ORIGIN = (
+    "typical student error: salting every block hash with a request-level value (the prompt "
+    "length), which breaks prefix sharing"
+)
 ADAPTER = Adapter(name="zoo.pfx_salted_by_length", block_hasher=SaltedByLengthBlockHasher)

@@ -10,6 +10,10 @@ from spec.types import EncoderBudgetConfig
 
 BREAKS = "SCH-9"
 KILLED_BY = "sch_budget_sizing"
+ORIGIN = (
+    "typical student error: encoder budget and cache taken from the config as is, without "
+    "vLLM's compute_mm_encoder_budget raising them to the largest item"
+)
 
 
 class BudgetIgnoresLargestItem(SchedulingHook):

@@ -11,6 +11,10 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-7"
 KILLED_BY = "sch_budget_accounting"
+ORIGIN = (
+    "typical student error: returning the budget argument unchanged instead of the "
+    "decremented local"
+)
 
 
 class BudgetNotDecremented(SchedulingHook):

@@ -10,6 +10,10 @@ from spec.types import EncoderBudgetConfig
 
 BREAKS = "SCH-10"
 KILLED_BY = "sch_progress_with_sized_budget"
+ORIGIN = (
+    "typical student error: half of compute_mm_encoder_budget: the compute budget raised to "
+    "the largest item, the cache size left as configured"
+)
 
 
 class CacheNotSized(SchedulingHook):

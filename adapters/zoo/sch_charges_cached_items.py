@@ -12,6 +12,7 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-2"
 KILLED_BY = "sch_cached_items_are_free"
+ORIGIN = "typical student error: `budget -= num_embeds` before the cache check, so hits are charged"
 
 
 class _HitCounter:

@@ -9,6 +9,7 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-3"
 KILLED_BY = "sch_no_duplicate_encode"
+ORIGIN = "typical student error: no per-step set of planned hashes (vLLM's mm_hashes_to_schedule)"
 
 
 class DuplicateEncodedTwice(SchedulingHook):

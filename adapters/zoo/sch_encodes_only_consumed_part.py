@@ -11,6 +11,10 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-4"
 KILLED_BY = "sch_whole_item_charged"
+ORIGIN = (
+    "typical student error: charging the chunk's share of an image, as if a ViT could encode "
+    "half an image"
+)
 
 
 class EncodesOnlyConsumedPart(SchedulingHook):

@@ -12,6 +12,10 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-8"
 KILLED_BY = "sch_needed_embeddings_available"
+ORIGIN = (
+    "typical student error: `new = offset - computed` only when computed < offset, keeping "
+    "the chunk when a prefix hit ends inside the image"
+)
 
 
 class _RefusalRecorder:

@@ -9,6 +9,10 @@ from spec.types import RequestView, ScheduleDecision, SchedulerConfig
 
 BREAKS = "SCH-6"
 KILLED_BY = "sch_no_partial_item_when_disabled"
+ORIGIN = (
+    "vLLM v0.22.1 v1/core/sched/scheduler.py::_try_schedule_encoder_inputs uses "
+    "`num_computed_tokens < start_pos` (v0.33.0: `<=`)"
+)
 
 
 class StrictLessDisableChunked(SchedulingHook):

@@ -12,6 +12,10 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-5"
 KILLED_BY = "sch_doorstep_truncation"
+ORIGIN = (
+    "typical student error: `offset - computed - 1` for the doorstep, stalling one token "
+    "before the image"
+)
 
 
 class _RefusalRecorder:

@@ -11,6 +11,10 @@ from spec.types import RequestView, ScheduleDecision
 
 BREAKS = "SCH-1"
 KILLED_BY = "sch_only_overlapping_items"
+ORIGIN = (
+    "typical student error: `offset <= computed + new` for the window end, touching the item "
+    "right after the chunk"
+)
 
 
 class WindowOnePast(SchedulingHook):

@@ -14,6 +14,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SPL-4"
 KILLED_BY = "spl_no_broadcast"
+ORIGIN = (
+    "library semantics: numpy/torch broadcasting lets `inputs_embeds[mask] = row` spread a "
+    "single row over any number of positions"
+)
 
 
 class BroadcastsSingleRow(Splice):

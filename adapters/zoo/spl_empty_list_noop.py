@@ -13,6 +13,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SPL-4"
 KILLED_BY = "spl_no_broadcast"
+ORIGIN = (
+    "vLLM v0.22.1 model_executor/models/utils.py::_merge_multimodal_embeddings returns early "
+    "on an empty list"
+)
 
 
 class EmptyListNoop(Splice):

@@ -12,6 +12,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SPL-2"
 KILLED_BY = "spl_rows_in_order"
+ORIGIN = (
+    "typical student error: embeddings gathered from a dict or stack in reverse insertion "
+    "order"
+)
 
 
 class ReversedItems(Splice):

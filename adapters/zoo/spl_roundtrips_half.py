@@ -13,6 +13,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SPL-1"
 KILLED_BY = "spl_text_rows_untouched"
+ORIGIN = (
+    "typical student error: splicing in the encoder's float16 and casting the whole array "
+    "back, rounding the text rows"
+)
 
 
 class HalfRoundTrip(Splice):

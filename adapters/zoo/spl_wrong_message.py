@@ -15,6 +15,10 @@ from spec.errors import SpliceCountError
 
 BREAKS = "SPL-3"
 KILLED_BY = "spl_count_mismatch_message"
+ORIGIN = (
+    "typical student error: a hand-written count check that reports totals, not vLLM's "
+    "per-item `a + b = n` expression"
+)
 
 
 class WrongMessage(Splice):

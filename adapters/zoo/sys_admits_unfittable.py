@@ -9,6 +9,10 @@ from spec.types import EngineRequest
 
 BREAKS = "SYS-9"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "typical student error: no admission control: a request is queued without checking that "
+    "its images fit the encoder budget and cache and its prompt the KV cache, so it starves"
+)
 
 
 class AdmitsUnfittable(EngineLoop):

@@ -8,6 +8,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SYS-1"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "typical student error: free_encoder_input at scheduling time instead of after the step "
+    "that consumes the embeddings"
+)
 
 
 class FreesRefsAtScheduling(EngineLoop):

@@ -9,6 +9,10 @@ from spec.types import ScheduleDecision
 
 BREAKS = "SYS-4"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "typical student error: the per-step encoder budget passed to every request afresh "
+    "instead of threaded through the step"
+)
 
 
 class IgnoresEncoderBudget(EngineLoop):

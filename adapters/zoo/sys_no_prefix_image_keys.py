@@ -9,6 +9,10 @@ from spec.types import EngineRequest
 
 BREAKS = "SYS-6"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "typical student error: the text-only prefix cache (block hashes of token ids) reused "
+    "for multimodal prompts"
+)
 
 
 class NoPrefixImageKeys(EngineLoop):

@@ -7,6 +7,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SYS-7"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "typical student error: preemption frees the KV blocks (Phase 3) but forgets "
+    "encoder_cache_manager.free(request)"
+)
 
 
 class PreemptKeepsRefs(EngineLoop):

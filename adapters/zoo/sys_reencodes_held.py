@@ -13,6 +13,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SYS-3"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "seed 004 MultimodalServingEngine: the cacheless pipeline that encodes every image on "
+    "every request"
+)
 
 
 class ReencodesHeld(EngineLoop):

@@ -14,6 +14,10 @@ from spec.components import ScheduledChunk
 
 BREAKS = "SYS-5"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "typical student error: get_freed_mm_hashes drained for the step output but never "
+    "applied on the worker (the split-brain)"
+)
 
 
 class SkipsWorkerDrop(EngineLoop):

@@ -9,6 +9,10 @@ from spec.adapter import Adapter
 
 BREAKS = "SYS-7"
 KILLED_BY = "EngineMachine"
+ORIGIN = (
+    "vLLM v0.22.1 v1/core/sched/scheduler.py: a waiting request cut to zero tokens breaks "
+    "out of the loop without releasing the references the hook took"
+)
 
 
 class WaitingKeepsRefs(EngineLoop):

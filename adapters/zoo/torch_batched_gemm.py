@@ -9,6 +9,10 @@ from spec.adapter import Adapter
 
 BREAKS = "DIFF-4"
 KILLED_BY = "diff_encode_batch_invariant"
+ORIGIN = (
+    "library semantics: one batched torch GEMM over all images, whose reduction order (and "
+    "so its rounding) depends on the batch"
+)
 
 
 def gemm_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:

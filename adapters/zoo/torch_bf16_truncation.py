@@ -9,6 +9,10 @@ from spec.adapter import Adapter
 
 BREAKS = "DIFF-2"
 KILLED_BY = "diff_injection_matches_oracle"
+ORIGIN = (
+    "typical student error: bf16 made by dropping the low 16 bits of float32 instead of "
+    "rounding to nearest even"
+)
 
 
 def truncate_to_bfloat16(tensor: torch.Tensor) -> torch.Tensor:

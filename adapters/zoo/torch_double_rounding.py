@@ -9,6 +9,10 @@ from spec.adapter import Adapter
 
 BREAKS = "DIFF-1"
 KILLED_BY = "diff_splice_matches_oracle"
+ORIGIN = (
+    "library semantics: a float64 tensor's `.to(float16)` rounds twice, through float32, "
+    "where the reference casts once"
+)
 
 
 class DoubleRoundingSplice(TorchSplice):

@@ -9,6 +9,10 @@ from spec.adapter import Adapter
 
 BREAKS = "WRK-2"
 KILLED_BY = "wrk_freed_hash_dropped"
+ORIGIN = (
+    "seed 004 VisionEncoderCache: the worker evicts its oldest tensor by entry count on its "
+    "own"
+)
 
 #: The article's ``max_cache_size=100``, shrunk so that the properties' programs reach it.
 MAX_ENTRIES = 2

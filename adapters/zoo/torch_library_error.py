@@ -10,6 +10,10 @@ from spec.errors import SpliceCountError
 
 BREAKS = "DIFF-3"
 KILLED_BY = "diff_splice_error_matches_oracle"
+ORIGIN = (
+    "typical student error: leaving the count check to torch's index_put, whose "
+    "shape-mismatch message names no items"
+)
 
 
 class LibraryErrorSplice(TorchSplice):

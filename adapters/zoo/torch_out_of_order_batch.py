@@ -15,6 +15,10 @@ from spec.types import ImageInput
 
 BREAKS = "ENC-4"
 KILLED_BY = "enc_batch_equals_single"
+ORIGIN = (
+    "seed 004 AsyncImagePipeline.collect: results read with `as_completed`, in completion "
+    "order"
+)
 
 
 class OutOfOrderEncoder(TorchEncoder):

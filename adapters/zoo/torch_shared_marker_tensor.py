@@ -9,6 +9,7 @@ from spec.adapter import Adapter
 
 BREAKS = "SPL-5"
 KILLED_BY = "spl_injection_commutes"
+ORIGIN = "seed 004 TokenInjector.inject: one visual_tokens tensor reused for every marker"
 
 
 class SharedMarkerTensor(TorchSplice):

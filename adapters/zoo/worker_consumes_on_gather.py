@@ -20,4 +20,8 @@ class ConsumesOnGatherWorkerStore(WorkerStore):
 
 BREAKS = "WRK-4"
 KILLED_BY = "wrk_chunks_concatenate_to_whole"
+ORIGIN = (
+    "typical student error: the worker pops an image's embeddings at its first gather, as a "
+    "one-shot queue"
+)
 ADAPTER = Adapter(name="zoo.worker_consumes_on_gather", worker_store=ConsumesOnGatherWorkerStore)

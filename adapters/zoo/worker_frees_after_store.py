@@ -20,4 +20,8 @@ class FreesAfterStoreWorkerStore(WorkerStore):
 
 BREAKS = "WRK-1"
 KILLED_BY = "wrk_free_before_store"
+ORIGIN = (
+    "typical student error: the worker stores the step's encodes before applying freed "
+    "hashes (vLLM's model runner frees first)"
+)
 ADAPTER = Adapter(name="zoo.worker_frees_after_store", worker_store=FreesAfterStoreWorkerStore)

@@ -19,6 +19,10 @@ class GatherIgnoresIsEmbedWorkerStore(WorkerStore):
 
 BREAKS = "WRK-3"
 KILLED_BY = "wrk_gather_selects_embed_rows"
+ORIGIN = (
+    "typical student error: gathering rows [start_idx, end_idx) of the range, not of the "
+    "embeddings (is_embed ignored)"
+)
 ADAPTER = Adapter(
     name="zoo.worker_gather_ignores_is_embed", worker_store=GatherIgnoresIsEmbedWorkerStore
 )

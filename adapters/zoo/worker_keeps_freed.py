@@ -15,4 +15,8 @@ class KeepsFreedWorkerStore(WorkerStore):
 
 BREAKS = "WRK-2"
 KILLED_BY = "wrk_freed_hash_dropped"
+ORIGIN = (
+    "typical student error: the worker never reads free_encoder_mm_hashes, so its memory "
+    "only grows"
+)
 ADAPTER = Adapter(name="zoo.worker_keeps_freed", worker_store=KeepsFreedWorkerStore)

@@ -21,4 +21,8 @@ class MissReturnsEmptyWorkerStore(WorkerStore):
 
 BREAKS = "WRK-5"
 KILLED_BY = "wrk_miss_is_an_error"
+ORIGIN = (
+    "typical student error: `store.get(h, empty)`, serving zero rows instead of raising on a "
+    "miss"
+)
 ADAPTER = Adapter(name="zoo.worker_miss_returns_empty", worker_store=MissReturnsEmptyWorkerStore)

@@ -21,4 +21,8 @@ class ReturnsViewWorkerStore(WorkerStore):
 
 BREAKS = "WRK-3"
 KILLED_BY = "wrk_gather_selects_embed_rows"
+ORIGIN = (
+    "library semantics: numpy slicing returns a view, so the caller's writes corrupt the "
+    "stored output"
+)
 ADAPTER = Adapter(name="zoo.worker_returns_view", worker_store=ReturnsViewWorkerStore)

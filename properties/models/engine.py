@@ -95,6 +95,13 @@ class RequestFacts:
             return np.zeros((0, hidden), dtype=np.float32)
         return np.concatenate(parts)
 
+    def item_at(self, position: int) -> int | None:
+        """The item whose range holds ``position`` (``offset <= position < end``)."""
+        for index, item in enumerate(self.request.items):
+            if item.mm_position.offset <= position < item.mm_position.end:
+                return index
+        return None
+
     def item_strictly_containing(self, position: int) -> int | None:
         """The item with ``offset < position < end``, if any."""
         for index, item in enumerate(self.request.items):

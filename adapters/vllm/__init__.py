@@ -1,0 +1,145 @@
+"""The vLLM adapter: vLLM's own code behind the spec's interfaces — never a
+re-implementation (docs/vllm.md).
+
+vLLM is imported from ``$MMSPEC_VLLM_SRC`` when set (a git checkout or an unpacked
+release tree; ``--vllm-src`` on the command line, ``make verify-vllm VLLM_SRC=...``),
+else from the installed ``vllm`` (:mod:`adapters.vllm.source`). Interface differences
+between releases are translated from one table (:mod:`adapters.vllm.versions`).
+
+=======================  ===============================================================
+component                vLLM code
+=======================  ===============================================================
+encoder_cache_manager    ``vllm.v1.core.encoder_cache_manager.EncoderCacheManager``
+scheduling_hook          ``Scheduler._try_schedule_encoder_inputs`` (on a ``Scheduler``
+                         shell), ``compute_mm_encoder_budget``
+hasher                   ``vllm.multimodal.hasher.MultiModalHasher.hash_kwargs``
+splice                   ``vllm.model_executor.models.utils._merge_multimodal_embeddings``
+block_hasher             ``vllm.v1.core.kv_cache_utils``: ``get_request_block_hasher``,
+                         ``generate_block_hash_extra_keys``
+=======================  ===============================================================
+
+``PlaceholderRange``, ``MultiModalFeatureSpec`` and ``Request`` are vLLM's own types,
+built by vLLM's constructors from the spec's values (:mod:`adapters.vllm.requests_bridge`).
+Not provided: the processor (vLLM's need a model's Hugging Face configuration), the toy
+encoder (not vLLM's), the worker store (inside ``GPUModelRunner``), the engine loop.
+A component whose vLLM module does not import (the release lacks it, or a package its
+import chain needs is missing) is not provided either, with the reason on stderr.
+
+Without vLLM, importing this package raises :class:`~adapters.vllm.source.
+VllmUnavailableError` (a ``ModuleNotFoundError``) whose message is one line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from spec.adapter import Adapter
+from spec.types import SchedulerConfig
+
+from .source import VllmSource, VllmSourceError, VllmUnavailableError, load_vllm
+from .versions import ROWS_BY_COMPONENT, Api, VllmApiError, VllmCode, resolve_api
+
+#: vLLM module per role.
+MODULES: dict[str, str] = {
+    "request": "vllm.v1.request",
+    "inputs": "vllm.multimodal.inputs",
+    "sampling_params": "vllm.sampling_params",
+    "encoder_cache_manager": "vllm.v1.core.encoder_cache_manager",
+    "scheduler": "vllm.v1.core.sched.scheduler",
+    "hasher": "vllm.multimodal.hasher",
+    "models_utils": "vllm.model_executor.models.utils",
+    "kv_cache_utils": "vllm.v1.core.kv_cache_utils",
+    "hashing": "vllm.utils.hashing",
+    "utils": "vllm.utils",
+}
+
+_REQUEST_ROLES = ("request", "inputs", "sampling_params")
+
+#: The roles each component needs (``hashing``/``utils``: see row hash_fn_module).
+ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
+    "encoder_cache_manager": (*_REQUEST_ROLES, "encoder_cache_manager"),
+    "scheduling_hook": (*_REQUEST_ROLES, "encoder_cache_manager", "scheduler"),
+    "hasher": ("hasher",),
+    "splice": ("models_utils",),
+    "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
+}
+
+
+def _import_code() -> VllmCode:
+    """Import every module the adapter wraps. A missing module (the release lacks it,
+    or a third-party package of its import chain is not installed) is recorded; any
+    other failure — vLLM's own code raising at import — propagates."""
+    modules: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for role, name in MODULES.items():
+        try:
+            modules[role] = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            modules[role] = None
+            errors[role] = f"importing {name} failed: No module named {e.name!r}"
+    return VllmCode(modules=modules, errors=errors)
+
+
+def _missing_roles(code: VllmCode, component: str) -> list[str]:
+    roles = list(ROLES_BY_COMPONENT[component])
+    if component == "block_hasher" and not code.has("hashing"):
+        roles.append("utils")
+    return [role for role in roles if not code.has(role)]
+
+
+def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str], dict[str, Api]]:
+    from .cache import VllmEncoderCacheManager
+    from .hasher import VllmHasher
+    from .hook import VllmSchedulingHook
+    from .prefix import VllmBlockHasher
+    from .splice import VllmSplice
+
+    reasons: dict[str, str] = {}
+    apis: dict[str, Api] = {}
+    for component in ROLES_BY_COMPONENT:
+        missing = _missing_roles(code, component)
+        if missing:
+            reasons[component] = "; ".join(code.errors[role] for role in missing)
+            continue
+        apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[component])
+
+    def provided(component: str, factory: Callable[..., Any]) -> Callable[..., Any] | None:
+        return factory if component in apis else None
+
+    def scheduling_hook(config: SchedulerConfig) -> VllmSchedulingHook:
+        return VllmSchedulingHook(code, apis["scheduling_hook"], config)
+
+    adapter = Adapter(
+        name=source.describe(),
+        encoder_cache_manager=provided(
+            "encoder_cache_manager", lambda size: VllmEncoderCacheManager(code, size)
+        ),
+        scheduling_hook=provided("scheduling_hook", scheduling_hook),
+        hasher=provided("hasher", lambda: VllmHasher(code, apis["hasher"])),
+        splice=provided("splice", lambda: VllmSplice(code)),
+        block_hasher=provided(
+            "block_hasher", lambda size: VllmBlockHasher(code, apis["block_hasher"], size)
+        ),
+    )
+    return adapter, reasons, apis
+
+
+VLLM, SOURCE = load_vllm()
+CODE = _import_code()
+ADAPTER, NOT_PROVIDED, APIS = _build(SOURCE, CODE)
+for _component, _reason in NOT_PROVIDED.items():
+    print(f"vllm adapter: {_component} not provided: {_reason}", file=sys.stderr)
+
+__all__ = [
+    "ADAPTER",
+    "APIS",
+    "CODE",
+    "NOT_PROVIDED",
+    "SOURCE",
+    "VllmApiError",
+    "VllmSourceError",
+    "VllmUnavailableError",
+]

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder image (the zip made
+# by `make gradescope-bundle` is unpacked into /autograder/source). It provides a Python
+# of a supported version (3.11-3.13) with the exact pins of requirements-autograder.txt,
+# and records its path in .mmspec-python for run_autograder.
+#
+# MMSPEC_PYTHON=/path/to/python skips the install and uses that interpreter (it must
+# already have the pins): the project's own test does this to reuse its virtualenv.
+set -euo pipefail
+
+SOURCE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$SOURCE")"
+VENV="$ROOT/mmspec-venv"
+
+supported() {  # is "$1" a Python 3.11-3.13?
+  "$1" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 13) else 1)' \
+    >/dev/null 2>&1
+}
+
+if [ -n "${MMSPEC_PYTHON:-}" ]; then
+  PY="$MMSPEC_PYTHON"
+  supported "$PY" || { echo "setup.sh: $PY is not Python 3.11-3.13" >&2; exit 1; }
+else
+  BASE=""
+  for candidate in python3 python3.13 python3.12 python3.11; do
+    if command -v "$candidate" >/dev/null 2>&1 && supported "$candidate"; then
+      BASE="$candidate"
+      break
+    fi
+  done
+  if [ -z "$BASE" ]; then
+    # Ubuntu 22.04 images ship Python 3.10; 3.11 is in its universe repository.
+    apt-get update -q
+    apt-get install -y -q python3.11 python3.11-venv
+    BASE=python3.11
+  fi
+  if ! "$BASE" -m venv "$VENV" >/dev/null 2>&1; then
+    version="$("$BASE" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+    apt-get update -q
+    apt-get install -y -q "python${version}-venv"
+    "$BASE" -m venv "$VENV"
+  fi
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r "$SOURCE/requirements-autograder.txt"
+  PY="$VENV/bin/python"
+fi
+
+# The pins must be importable at exactly these versions: the same versions give the
+# same test cases, and so the same grades.
+"$PY" - "$SOURCE/requirements-autograder.txt" <<'PYTHON'
+import importlib.metadata
+import sys
+
+wrong = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        continue
+    name, _, version = line.partition("==")
+    try:
+        have = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        have = "missing"
+    if have != version:
+        wrong.append(f"{name}: need {version}, have {have}")
+if wrong:
+    sys.exit("setup.sh: " + "; ".join(wrong))
+PYTHON
+
+echo "$PY" > "$SOURCE/.mmspec-python"
+echo "setup.sh: grading with $("$PY" --version) at $PY"

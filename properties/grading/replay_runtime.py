@@ -1,0 +1,227 @@
+"""The runtime of a reproducer script: this module's source is copied into every script.
+
+A reproducer replays, as plain calls, what a property did to an implementation in its
+minimal failing test case, and after each call states what the specification expects
+(:func:`expect`, :func:`raises`). It must run on a student's machine without Hypothesis
+and without this package, so this module imports only the standard library and numpy,
+and :func:`normal` is the one definition of "the same result" for the grader (which
+computes the expectations) and for the script (which checks them).
+
+Results are compared in a plain form (:func:`normal`): sequences as lists, sets and
+mappings sorted, dataclasses as their fields, arrays as shape, dtype, values and a
+digest of their bytes (bit-exact). Some results have no single right value — a content
+hash, an encoder's embeddings — only a right *pattern of equalities*: equal content must
+give equal hashes, different content different ones. Those are compared "opaquely": each
+distinct value becomes ``<hash #n>``, numbered in order of first appearance, so the
+script checks that the implementation repeats and distinguishes values exactly where
+the specification does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+#: Arrays with more elements are compared by digest only.
+LIST_LIMIT = 64
+
+#: How a result is compared (see the module docstring).
+MODES = ("exact", "ordered", "opaque", "opaque-strings", "opaque-arrays")
+
+
+class Form:
+    """An expectation given directly in :func:`normal` form (a value with no literal)."""
+
+    def __init__(self, form: object) -> None:
+        self.form = form
+
+
+class Labels:
+    """Numbers the distinct values of each opaque kind in order of first appearance."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[object]] = {}
+
+    def label(self, kind: str, key: object) -> str:
+        seen = self._seen.setdefault(kind, [])
+        for number, known in enumerate(seen, 1):
+            if known == key:
+                return f"<{kind} #{number}>"
+        seen.append(key)
+        return f"<{kind} #{len(seen)}>"
+
+
+def normal(value: object, mode: str = "exact", labels: Labels | None = None) -> object:
+    """The plain, comparable form of ``value`` under ``mode`` (one of :data:`MODES`)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown comparison mode {mode!r}")
+    labels = Labels() if labels is None else labels
+    if mode == "opaque":
+        return labels.label("value", normal(value, "exact", labels))
+    return _normal(value, mode, labels)
+
+
+def _normal(value: object, mode: str, labels: Labels) -> object:
+    if isinstance(value, np.ndarray):
+        return _array(value, mode, labels)
+    if isinstance(value, np.generic):
+        return _normal(value.item(), mode, labels)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else ("float", repr(value))
+    if isinstance(value, str):
+        return labels.label("hash", value) if mode == "opaque-strings" else value
+    if value is None or isinstance(value, (bool, int, bytes)):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        named = ((f.name, _normal(getattr(value, f.name), mode, labels)) for f in fields)
+        return ("obj", tuple(named))
+    if isinstance(value, Mapping):
+        pairs = [(_normal(k, "exact", labels), _normal(v, mode, labels)) for k, v in value.items()]
+        if mode == "ordered":
+            return ("omap", tuple(pairs))
+        return ("map", tuple(sorted(pairs, key=repr)))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted((_normal(v, mode, labels) for v in value), key=repr)))
+    if isinstance(value, (list, tuple)):
+        return [_normal(v, mode, labels) for v in value]
+    return ("object", type(value).__qualname__)
+
+
+def _array(array: np.ndarray[Any, Any], mode: str, labels: Labels) -> object:
+    shape = tuple(int(n) for n in array.shape)
+    dtype = str(array.dtype)
+    digest = hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:16]
+    if mode == "opaque-arrays":
+        return ("array", shape, dtype, labels.label("embeddings", (shape, dtype, digest)))
+    if array.size > LIST_LIMIT:
+        return ("array", shape, dtype, f"sha256:{digest}")
+    return ("array", shape, dtype, _finite(array.tolist()), f"sha256:{digest}")
+
+
+def _finite(values: object) -> object:
+    """``tolist()`` output with NaN and infinities spelled out (NaN != NaN)."""
+    if isinstance(values, list):
+        return [_finite(v) for v in values]
+    if isinstance(values, float) and not math.isfinite(values):
+        return ("float", repr(values))
+    return values
+
+
+def show(form: object, limit: int = 400) -> str:
+    """A readable rendering of a :func:`normal` form."""
+    text = _show(form)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _show(form: object) -> str:
+    if isinstance(form, tuple) and form and isinstance(form[0], str):
+        tag = form[0]
+        if tag == "array":
+            return f"array(shape={form[1]}, dtype={form[2]}, {_show(form[3])})"
+        if tag == "obj":
+            return "(" + ", ".join(f"{k}={_show(v)}" for k, v in form[1]) + ")"
+        if tag in ("map", "omap"):
+            body = ", ".join(f"{_show(k)}: {_show(v)}" for k, v in form[1])
+            return "{" + body + "}" + (" (in this order)" if tag == "omap" and form[1] else "")
+        if tag == "set":
+            return "{" + ", ".join(_show(v) for v in form[1]) + "}" if form[1] else "set()"
+        if tag == "float":
+            return str(form[1])
+        if tag == "object":
+            return f"<a {form[1]} object>"
+    if isinstance(form, list):
+        return "[" + ", ".join(_show(v) for v in form) + "]"
+    return repr(form) if not (isinstance(form, str) and form.startswith("<")) else form
+
+
+class Mismatch(AssertionError):
+    """A replayed call did not give what the specification expects."""
+
+    def __init__(self, step: int, call: str, expected: str, actual: str) -> None:
+        super().__init__(
+            f"step {step}: {call}\n"
+            f"  the specification expects: {expected}\n"
+            f"  your implementation gave:  {actual}"
+        )
+        self.step = step
+
+
+#: Opaque values are numbered separately for what is expected and what is got, so the
+#: comparison is between their patterns of equalities.
+WANT_LABELS = Labels()
+GOT_LABELS = Labels()
+_LABEL_NOTE = (
+    "\n  (<kind #n> numbers the distinct values of that kind in order of first "
+    "appearance; the specification fixes which results are equal, not their values)"
+)
+
+
+def expect(step: int, call: str, got: object, want: object, mode: str = "exact") -> None:
+    """Check the result of step ``step``: equal to ``want`` under ``mode``."""
+    wanted = want.form if isinstance(want, Form) else normal(want, mode, WANT_LABELS)
+    actual = normal(got, mode, GOT_LABELS)
+    if actual != wanted:
+        mismatch = Mismatch(step, call, show(wanted), show(actual))
+        if mode.startswith("opaque"):
+            mismatch.args = (mismatch.args[0] + _LABEL_NOTE,)
+        raise mismatch
+    print(f"step {step}: {call} -> {show(actual, 120)}")
+
+
+def observe(step: int, call: str, got: object) -> None:
+    """A step with no expectation of its own (the specification leaves it open)."""
+    print(f"step {step}: {call} -> {show(normal(got), 120)} (not checked)")
+
+
+@contextmanager
+def raises(
+    step: int, call: str, error: type[BaseException], message: str | None = None
+) -> Iterator[None]:
+    """The call inside must raise ``error`` (an error type of spec/errors.py), with
+    exactly ``message`` when the specification fixes it (SPL-3)."""
+    wanted = f"raises {error.__name__}" + (f": {message}" if message is not None else "")
+    try:
+        yield
+    except error as e:
+        if message is not None and str(e) != message:
+            raise Mismatch(step, call, wanted, f"raised {type(e).__name__}: {e}") from e
+        print(f"step {step}: {call} raised {type(e).__name__} as specified")
+        return
+    except Exception as e:
+        raise Mismatch(step, call, wanted, f"raised {type(e).__name__}: {e}") from e
+    raise Mismatch(step, call, wanted, "returned without raising")
+
+
+@contextmanager
+def tolerate(step: int, call: str) -> Iterator[None]:
+    """The call inside raised when graded; the specification says nothing about it."""
+    try:
+        yield
+    except Exception as e:
+        print(f"step {step}: {call} raised {type(e).__name__}: {e} (not checked)")
+
+
+def _report_mismatch(
+    kind: type[BaseException], error: BaseException, trace: TracebackType | None
+) -> None:
+    """Print a :class:`Mismatch` as its message alone: the grader's frames are noise."""
+    if isinstance(error, Mismatch):
+        print(f"\nREPRODUCED: {error}", file=sys.stderr)
+        return
+    sys.__excepthook__(kind, error, trace)
+
+
+def install() -> None:
+    """Make an uncaught :class:`Mismatch` print as its message (exit status 1)."""
+    sys.excepthook = _report_mismatch

@@ -1,0 +1,170 @@
+"""The Gradescope autograder, end to end in a simulated ``/autograder`` tree.
+
+The bundle is built from this checkout, unpacked into ``<tmp>/autograder/source``,
+``setup.sh`` runs (with ``MMSPEC_PYTHON``: it reuses the interpreter running these tests,
+which has the pins, instead of creating a virtualenv and installing them — it still
+checks the versions), then ``run_autograder`` grades a submission in
+``<tmp>/autograder/submission`` and writes ``<tmp>/autograder/results/results.json``,
+which must be valid against the JSON Schema of Gradescope's format.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+
+sys.path.insert(0, str(ROOT / "gradescope"))
+import make_bundle  # noqa: E402 - gradescope/ is a folder of scripts, not a package
+
+SCHEMA = json.loads((FIXTURES / "gradescope.schema.json").read_text())
+SECRET = 8675309
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
+    return make_bundle.build(out, profile="ci", seed=SECRET)
+
+
+def _autograder(tmp_path: Path, bundle: Path, submission: dict[str, str]) -> Path:
+    """Unpack the bundle and a submission into ``tmp_path/autograder``; run setup.sh."""
+    root = tmp_path / "autograder"
+    source = root / "source"
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(source)
+        for info in archive.infolist():  # zipfile drops the permission bits
+            mode = (info.external_attr >> 16) & 0o777
+            if mode:
+                (source / info.filename).chmod(mode)
+    (root / "submission").mkdir()
+    for name, text in submission.items():
+        path = root / "submission" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    setup = subprocess.run(
+        ["bash", str(source / "setup.sh")],
+        env={**os.environ, "MMSPEC_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    return root
+
+
+def _run(root: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")],
+        cwd=root,
+        env={**env, "AUTOGRADER_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.Draft202012Validator(SCHEMA).validate(results)
+    return results
+
+
+def _zoo(name: str) -> str:
+    return (ROOT / "adapters" / "zoo" / f"{name}.py").read_text()
+
+
+def test_the_bundle_has_gradescopes_layout(bundle: Path) -> None:
+    with zipfile.ZipFile(bundle) as archive:
+        names = set(archive.namelist())
+        modes = {i.filename: (i.external_attr >> 16) & 0o777 for i in archive.infolist()}
+        env = archive.read("grading.env").decode()
+        pins = archive.read("requirements-autograder.txt").decode()
+    assert {"setup.sh", "run_autograder", "grading.env", "requirements-autograder.txt"} <= names
+    assert modes["setup.sh"] == modes["run_autograder"] == 0o755
+    assert {"spec/SPEC.md", "properties/grading/grade.py", "rubrics/default.toml",
+            "adapters/template/adapter.py"} <= names
+    assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", ".venv"))]
+    assert f"SEED={SECRET}" in env and "PROFILE=ci" in env
+    assert re.fullmatch(r"hypothesis==\S+\nnumpy==\S+\n", pins)
+
+
+def test_the_bundle_is_reproducible(bundle: Path, tmp_path: Path) -> None:
+    again = make_bundle.build(tmp_path / "again.zip", profile="ci", seed=SECRET)
+    assert again.read_bytes() == bundle.read_bytes()
+
+
+def test_a_buggy_submission_is_graded_with_its_counterexample(
+    bundle: Path, tmp_path: Path
+) -> None:
+    # A submission: the adapter (the template's role) and a module of the student's own.
+    adapter = _zoo("hash_by_length").replace(
+        "from reference.hasher import Hasher", "from my_build.hashing import Hasher"
+    )
+    assert "my_build" in adapter
+    root = _autograder(
+        tmp_path,
+        bundle,
+        {
+            "adapter.py": adapter,
+            "my_build/__init__.py": "",
+            "my_build/hashing.py": "from reference.hasher import Hasher\n",
+        },
+    )
+    first = _run(root)
+    tests = {t["name"]: t for t in first["tests"]}
+    assert first["score"] == sum(t["score"] for t in first["tests"])
+    done_2 = tests["Done 2: cache sharing by content"]
+    assert done_2["status"] == "failed" and done_2["score"] == 0
+    assert "HASH-2 — different bytes, different hash" in done_2["output"]
+    assert "--seed SECRET" in done_2["output"] and str(SECRET) not in json.dumps(first)
+    assert "repro_hash_same_length_different_bytes_hash_2.py" in done_2["output"]
+    assert tests["Done 4: eviction"]["status"] == "failed"  # not provided: 0 points
+    assert "not provided" in tests["Done 4: eviction"]["output"]
+
+    second = _run(root)  # the same seed: the same results, timings apart
+    first.pop("execution_time")
+    second.pop("execution_time")
+    assert first == second
+
+
+def test_a_submission_without_an_adapter_gets_a_result_that_says_so(
+    bundle: Path, tmp_path: Path
+) -> None:
+    root = _autograder(tmp_path, bundle, {"README.txt": "forgot it"})
+    results = _run(root)
+    assert results["score"] == 0 and "No adapter.py in your submission" in results["output"]
+
+
+def test_the_unfilled_template_scores_zero(bundle: Path, tmp_path: Path) -> None:
+    template = (ROOT / "adapters" / "template" / "adapter.py").read_text()
+    root = _autograder(tmp_path, bundle, {"adapter.py": template})
+    results = _run(root)
+    assert results["score"] == 0
+    assert all(t["status"] == "failed" and "not provided" in t["output"]
+               for t in results["tests"])
+
+
+def test_setup_refuses_an_unsupported_or_unpinned_python(bundle: Path, tmp_path: Path) -> None:
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(bundle) as archive:
+        archive.extractall(root / "source")
+    pins = root / "source" / "requirements-autograder.txt"
+    pins.write_text(pins.read_text().replace("numpy==", "numpy==0.0."))
+    done = subprocess.run(
+        ["bash", str(root / "source" / "setup.sh")],
+        env={**os.environ, "MMSPEC_PYTHON": sys.executable},
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode != 0 and "numpy: need 0.0." in done.stderr
