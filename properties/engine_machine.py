@@ -509,22 +509,8 @@ def engine_machine(parts: Parts) -> Runnable:
                 f"embeddings, encoder budget {config.encoder_compute_budget}",
             )
 
-            # SYS-8: the hook only cuts a chunk at an image, so in a step that preempts
-            # nobody and leaves token budget unused, a request that was running with its
-            # next position outside every image (a text token, or decoding) computes.
             if tokens < config.token_budget and not out.preempted:
-                for request_id in live_before:
-                    progress = model.progress[request_id]
-                    if not progress.running or request_id in scheduled_ids:
-                        continue
-                    facts = model.facts[request_id]
-                    check(
-                        facts.item_at(progress.computed) is not None,
-                        "SYS-8",
-                        f"step {self.steps} leaves {config.token_budget - tokens} of the "
-                        f"token budget unused and preempts nobody, but {request_id}, running "
-                        f"with position {progress.computed} (text) next, computes nothing",
-                    )
+                self.check_work_conserved(live_before, scheduled_ids, out, after, tokens)
 
             # per chunk: SYS-10 progress, SYS-1 service, SYS-2 rows; transitions
             budget_left = config.token_budget
@@ -587,6 +573,58 @@ def engine_machine(parts: Parts) -> Runnable:
 
             self.check_resources(after, out.freed_mm_hashes)
             self.check_snapshot(after)
+
+        def check_work_conserved(
+            self,
+            live_before: list[str],
+            scheduled_ids: list[str],
+            out: StepOutput,
+            after: EngineSnapshot,
+            tokens: int,
+        ) -> None:
+            """SYS-8, in a step that preempts nobody and leaves token budget unused: only
+            an image can stop a chunk (the hook cuts at an image, nowhere else), so every
+            request that was running with its next position outside every image (a text
+            token, or decoding) computes; and every waiting request computes whose first
+            chunk starts at text wherever its prefix hit ends (every whole-block position
+            below its prompt length), when the free KV blocks cover the whole prompt of
+            every waiting request left unscheduled (so none stopped admission)."""
+            model = self.model
+            block = self.config.block_size
+            unused = self.config.token_budget - tokens
+            released = sum(ceil_div(model.facts[r].kv_positions(), block) for r in out.finished)
+            free_low = self.config.num_kv_blocks - after.num_kv_blocks_in_use - released
+            kv_room = all(
+                free_low >= ceil_div(model.facts[r].num_prompt_tokens, block)
+                for r in live_before
+                if r not in scheduled_ids and not model.progress[r].running
+            )
+            for request_id in live_before:
+                progress = model.progress[request_id]
+                if request_id in scheduled_ids:
+                    continue
+                facts = model.facts[request_id]
+                if progress.running:
+                    check(
+                        facts.item_at(progress.computed) is not None,
+                        "SYS-8",
+                        f"step {self.steps} leaves {unused} of the token budget unused and "
+                        f"preempts nobody, but {request_id}, running with position "
+                        f"{progress.computed} (text) next, computes nothing",
+                    )
+                    continue
+                prompt = facts.num_prompt_tokens
+                starts = range(0, prompt, block) if self.config.enable_prefix_caching else [0]
+                if not kv_room or any(facts.item_at(p) is not None for p in starts):
+                    continue  # the KV cache, or an image, may have stopped it
+                check(
+                    False,
+                    "SYS-8",
+                    f"step {self.steps} leaves {unused} of the token budget unused, preempts "
+                    f"nobody and has {free_low} free KV blocks, but waiting {request_id}, "
+                    f"whose first chunk starts at text wherever a prefix hit ends, is not "
+                    "admitted",
+                )
 
         def record_stalls(
             self,
@@ -709,6 +747,16 @@ def engine_machine(parts: Parts) -> Runnable:
             )
             if start >= facts.num_prompt_tokens:
                 check(new == 1, "SYS-10", f"step {self.steps}: {request_id} decodes {new} tokens")
+            if self.config.disable_chunked_mm_input:
+                for index, item in enumerate(facts.request.items):
+                    offset, end = item.mm_position.offset, item.mm_position.end
+                    check(
+                        not (start <= offset < start + new < end),
+                        "SYS-10",
+                        f"step {self.steps}: with chunked multimodal input disabled, "
+                        f"{request_id} computes [{start}, {start + new}), which ends inside "
+                        f"image {facts.labels[index]} at [{offset}, {end})",
+                    )
 
         def check_gathered(
             self, facts: RequestFacts, start: int, new: int, gathered: Sequence[object]

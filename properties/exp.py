@@ -406,10 +406,11 @@ def exp_dynamic_policy(parts: Parts) -> Runnable:
         return explain
 
     # Boundaries random images rarely hit exactly. A 57x56 image rounds to exactly
-    # max_pixels (2x2 merged patches of 28): kept, not shrunk. An aspect ratio of exactly
-    # 200 is still accepted (upstream refuses only above it).
+    # max_pixels, or min_pixels (2x2 merged patches of 28): kept, neither shrunk nor
+    # grown. An aspect ratio of exactly 200 is still accepted (upstream refuses above).
     @example(case=(DynamicResolutionPolicy(min_pixels=784, max_pixels=3136),
                     [shaped_image(57, 56)]))
+    @example(case=(DynamicResolutionPolicy(min_pixels=3136), [shaped_image(57, 56)]))
     @example(case=(DynamicResolutionPolicy(), [shaped_image(1, 200)]))
     @given(case=_policy_and_images(dynamic_policies(), 2500))
     def test(case: tuple[Any, list[ImageInput]]) -> None:
