@@ -126,3 +126,8 @@ verify-vllm: $(VLLM_VENV)/.installed
 
 verify-vllm-ci: $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) adapters/vllm/ci.py
+
+# fuzz-catch: each runnable zoo entry fuzzed with its own property (benchmarks/fuzz_catch.py).
+.PHONY: fuzz-catch
+fuzz-catch: $(VENV)/.fuzz
+	$(RUN) benchmarks/fuzz_catch.py
