@@ -143,6 +143,11 @@ class Runnable:
     #: ``@reproduce_failure`` to replay exactly one recorded test case.
     seed: int | None = None
     replay: tuple[str, bytes] | None = None
+    #: Stateless properties only (``None`` for machines): the property as a fuzz target
+    #: under a settings object — Hypothesis' ``fuzz_one_input``, which runs one test case
+    #: from a byte string and saves a failing one to the settings' database under the
+    #: key a normal run of the same test replays (``fuzz/``, docs/fuzz.md).
+    fuzz_target: Callable[[Settings], Callable[[bytes], bytes | None]] | None = None
 
 
 def _apply_overrides(runnable: Runnable, target: Any) -> None:
@@ -172,7 +177,14 @@ def stateless(test: Any) -> Runnable:
         _apply_overrides(runnable, target)
         target()
 
+    def fuzz_target(profile: Settings) -> Callable[[bytes], bytes | None]:
+        target = profile(test)
+        _apply_overrides(runnable, target)
+        fuzz_one_input: Callable[[bytes], bytes | None] = target.hypothesis.fuzz_one_input
+        return fuzz_one_input
+
     runnable.run = run
+    runnable.fuzz_target = fuzz_target
     return runnable
 
 
