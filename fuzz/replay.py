@@ -4,11 +4,11 @@ generating nothing.
     python -m fuzz.replay [--adapter REF] [--only NAME ...] [--redis URL]
 
 Each selected property runs under the ``dev`` profile's settings restricted to
-Hypothesis' *reuse* phase: only the test cases stored for this adapter (its directory,
-the other adapters' directories and, with a shared database, every adapter's key space
-in it: what ``verify --profile dev`` reads)
-run, none is generated and none is shrunk, and nothing is written to any database. So a failure reported here is one a fuzz
-worker (or an earlier run) found and stored, replayed as it was — the evidence that
+Hypothesis' *reuse* phase: only the test cases stored for this adapter run (its
+directory, the other adapters' directories and, with a shared database, every adapter's
+key space in it: what ``verify --profile dev`` reads); none is generated, none is
+shrunk, and nothing is written to any database. So a failure reported here is one a
+fuzz worker (or an earlier run) found and stored, replayed as it was — the evidence that
 sharing works, and a quick triage of a shared database. Exit 1 when a stored test case
 fails, 0 when none does (or none is stored), 2 for bad input.
 """
@@ -24,7 +24,7 @@ from collections.abc import Iterator, Sequence
 from hypothesis import Phase, settings
 from hypothesis.database import ReadOnlyDatabase
 
-from fuzz.targets import FUZZ_PROFILE, FuzzSelectionError, _select
+from fuzz.targets import FUZZ_PROFILE, FuzzSelectionError, select_properties
 from properties.catalog import registered_properties
 from properties.framework import ClauseViolation
 from properties.loader import REFERENCE_REF, AdapterLoadError, build_parts, load_adapter
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ[REDIS_URL_ENV] = args.redis
     registry = registered_properties()
     try:
-        names = _select(registry, args.only)
+        names = select_properties(registry, args.only)
         loaded = load_adapter(args.adapter)
         reference = loaded if loaded.ref == REFERENCE_REF else load_adapter(REFERENCE_REF)
         parts = build_parts(loaded.adapter, reference.adapter)

@@ -66,7 +66,7 @@ def build_targets(
 ) -> tuple[list[FuzzTarget], list[str]]:
     """The fuzz targets for ``only`` (property names or clause ids; default: every
     property), and one line per selected property left out, saying why."""
-    names = _select(registry, only)
+    names = select_properties(registry, only)
     profile = settings(settings.get_profile(FUZZ_PROFILE), database=database)
     targets: list[FuzzTarget] = []
     left_out: list[str] = []
@@ -88,7 +88,10 @@ def build_targets(
     return targets, left_out
 
 
-def _select(registry: Mapping[str, PropertySpec], only: Sequence[str] | None) -> list[str]:
+def select_properties(
+    registry: Mapping[str, PropertySpec], only: Sequence[str] | None
+) -> list[str]:
+    """The property names ``only`` selects (names or clause ids), in registry order."""
     if not only:
         return list(registry)
     unknown = [o for o in only if o not in registry and not _clause_known(registry, o)]

@@ -122,7 +122,10 @@ def _snapshot(url: str) -> dict[bytes, set[bytes]]:
 
     client = redis.Redis.from_url(url)
     try:
-        return {bytes(k): set(client.smembers(k)) for k in client.scan_iter(match=b"*")}
+        return {
+            bytes(key): {m.encode() if isinstance(m, str) else m for m in client.smembers(key)}
+            for key in client.scan_iter()
+        }
     finally:
         client.close()
 
