@@ -9,9 +9,12 @@ shared Redis one with ``--redis`` or ``MMSPEC_REDIS_URL``, its directory otherwi
 run records every failure and goes on (``--stop-on-failure``: libFuzzer's own behaviour,
 stop at the first and write a crash file); it ends after ``--runs`` test cases or
 ``--duration`` seconds, prints what it found, and exits 1 if anything failed, 0 if not,
-2 for bad input. Only project code (spec/, reference/, adapters/, properties/ and the
-adapter's own file) is instrumented for coverage: instrumenting every loaded function
-(numpy, Hypothesis) takes a minute and guides towards nothing of the spec's.
+2 for bad input. libFuzzer runs with ``-len_control=0`` unless told otherwise:
+Hypothesis needs long inputs from the start (a state machine's program is hundreds of
+bytes), and the default ramp from a few bytes up delays every finding. Only project
+code (spec/, reference/, adapters/, properties/ and the adapter's own file) is
+instrumented for coverage: instrumenting every loaded function (numpy, Hypothesis) takes
+a minute and guides towards nothing of the spec's.
 """
 
 from __future__ import annotations
@@ -94,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop_on_failure=args.stop_on_failure,
     )
     flags = [f"-seed={args.seed}"] if args.seed is not None else []
+    if not any(flag.startswith("-len_control=") for flag in args.libfuzzer):
+        # Hypothesis reads many bytes per test case (a machine's program: hundreds);
+        # libFuzzer's default starts from inputs of a few bytes and grows them slowly.
+        flags.append("-len_control=0")
     atheris.Setup([sys.argv[0], *flags, *args.libfuzzer], dispatcher)
     atheris.Fuzz()
     return EXIT_OK  # not reached: Fuzz() exits the process

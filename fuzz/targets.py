@@ -1,15 +1,18 @@
 """The registered properties as fuzz targets, and the one callable atheris drives.
 
-Every stateless property (a ``@given`` test) has Hypothesis' ``fuzz_one_input``: it
-reads the choices of one test case from a byte string, runs the test once, and when the
-test raises saves the pruned choices to the settings' database, under the key a normal
-run of the same test reads (its digest + ``.secondary``) — so ``verify --profile dev``
-replays what the fuzzer found. The key is the same for every adapter (the tests' source
-is), so the database itself is the adapter's own: its directory, or its key prefix in
-the shared Redis database (:func:`fuzz_database`).
+Every property is a ``@given`` test with Hypothesis' ``fuzz_one_input`` (a state
+machine's is the test ``run_state_machine_as_test`` runs, from
+``hypothesis.stateful.get_state_machine_test``; see
+:attr:`properties.framework.Runnable.fuzz_target`). It reads the choices of one test
+case (one program, for a machine) from a byte string, runs it once, and when the test
+raises saves the pruned choices to the settings' database, under the key a normal run of
+the same test reads (its digest + ``.secondary``) — so ``verify --profile dev`` replays
+what the fuzzer found. The key is the same for every adapter (the tests' source is), so
+the database itself is the adapter's own: its directory, or its key prefix in the shared
+Redis database (:func:`fuzz_database`).
 
-State machines are not fuzzed: ``run_state_machine_as_test`` builds its ``@given`` test
-internally and runs it at once, and Hypothesis exposes no fuzz target for it (docs/fuzz.md).
+What ``fuzz_one_input`` does not do: health checks, shrinking, the explain phase, and a
+machine's transition counts (VACUOUS needs a full run): the replay does those.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def build_targets(
             continue
         runnable = spec.build(parts)
         if runnable.fuzz_target is None:
-            left_out.append(f"{name}: a state machine (not fuzzable, docs/fuzz.md)")
+            left_out.append(f"{name}: it has no fuzz target")
             continue
         targets.append(FuzzTarget(name, spec.clauses, runnable.fuzz_target(profile)))
     if not targets:
