@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ADAPTER = "adapters.zoo.hash_by_length"  # mm_hash of the size: breaks HASH-2 and HASH-3
 HASH2 = "hash_same_length_different_bytes"
 HASH3 = "hash_array_dtype_and_shape"
-#: Enough test cases for either seed below to find its property's failure (seen: by run
-#: 870 for HASH-2, 366 for HASH-3), few enough for a few seconds per worker.
-RUNS = "3000"
+#: Enough test cases for either seed below to find its property's failure (seen: within
+#: 30 runs), few enough for a couple of seconds per worker.
+RUNS = "1000"
 
 REQUIRED = os.environ.get("MMSPEC_REQUIRE_FUZZ") == "1" or bool(os.environ.get("CI"))
 
@@ -96,9 +96,11 @@ def _env(examples: Path, redis_url: str | None) -> dict[str, str]:
     return env
 
 
-def _fuzz(only: str, seed: int, env: dict[str, str]) -> subprocess.Popen[str]:
+def _fuzz(
+    only: str, seed: int, env: dict[str, str], adapter: str = ADAPTER
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fuzz.run", "--adapter", ADAPTER, "--only", only,
+        [sys.executable, "-m", "fuzz.run", "--adapter", adapter, "--only", only,
          "--runs", RUNS, "--seed", str(seed)],
         cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
@@ -209,3 +211,14 @@ def test_an_unreachable_shared_database_is_an_error(
     result = _python(["fuzz.run", "--adapter", ADAPTER, "--redis", url, "--runs", "10"], env)
     assert result.returncode == 2, result.stdout
     assert f"cannot use the shared example database MMSPEC_REDIS_URL={url}" in result.stdout
+
+
+def test_a_state_machine_is_fuzzed_and_its_failure_replayed(
+    tmp_path: Path, atheris_installed: None
+) -> None:
+    adapter = "adapters.zoo.ecm_counts_entries"  # counts entries, not slots: ECM-1
+    env = _env(tmp_path / "examples", None)
+    output = _finish(_fuzz("EncoderCacheMachine", 1, env, adapter))
+    assert "FOUND" in output and "ECM-1" in output, output
+    replay = _python(["fuzz.replay", "--adapter", adapter, "--only", "EncoderCacheMachine"], env)
+    assert replay.returncode == 1 and "FAIL ECM-1" in replay.stdout, replay.stdout
