@@ -222,3 +222,14 @@ def test_a_state_machine_is_fuzzed_and_its_failure_replayed(
     assert "FOUND" in output and "ECM-1" in output, output
     replay = _python(["fuzz.replay", "--adapter", adapter, "--only", "EncoderCacheMachine"], env)
     assert replay.returncode == 1 and "FAIL ECM-1" in replay.stdout, replay.stdout
+
+
+def test_verify_with_an_unreachable_shared_database_is_a_usage_error(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    url = f"redis://127.0.0.1:{port}/0"
+    env = _env(tmp_path / "examples", url)
+    result = _python(["properties", "verify", "--profile", "dev", "--only", HASH2], env)
+    assert result.returncode == 2, result.stdout
+    assert f"cannot use the shared example database MMSPEC_REDIS_URL={url}" in result.stdout
