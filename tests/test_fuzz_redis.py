@@ -100,7 +100,7 @@ def _fuzz(
     only: str, seed: int, env: dict[str, str], adapter: str = ADAPTER
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "fuzz.run", "--adapter", adapter, "--only", only,
+        [sys.executable, "-m", "fuzz.run", "--adapter", adapter, "--only", *only.split(),
          "--runs", RUNS, "--seed", str(seed)],
         cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
@@ -183,11 +183,14 @@ def test_without_redis_failures_go_to_the_adapters_directory(
 ) -> None:
     identity = load_adapter(ADAPTER).identity
     env = _env(tmp_path / "examples", None)
-    output = _finish(_fuzz(HASH2, 1, env))
-    assert "FOUND" in output and str(tmp_path / "examples" / identity) in output, output
+    # One worker, two properties (the first byte of each input picks one): both found.
+    output = _finish(_fuzz(f"{HASH2} {HASH3}", 1, env))
+    assert str(tmp_path / "examples" / identity) in output, output
+    assert "2 distinct failure(s)" in output and "(HASH-2)" in output and "(HASH-3)" in output
     assert [p.name for p in (tmp_path / "examples").iterdir()] == [identity]
-    replay = _python(["fuzz.replay", "--adapter", ADAPTER, "--only", HASH2], env)
-    assert replay.returncode == 1 and "FAIL HASH-2" in replay.stdout, replay.stdout
+    replay = _python(["fuzz.replay", "--adapter", ADAPTER, "--only", HASH2, HASH3], env)
+    assert replay.returncode == 1, replay.stdout
+    assert "FAIL HASH-2" in replay.stdout and "FAIL HASH-3" in replay.stdout, replay.stdout
 
     # The same budget against the reference finds nothing and stores nothing of its own.
     clean = subprocess.run(
