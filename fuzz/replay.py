@@ -24,7 +24,12 @@ from collections.abc import Iterator, Sequence
 from hypothesis import Phase, settings
 from hypothesis.database import ReadOnlyDatabase
 
-from fuzz.targets import FUZZ_PROFILE, FuzzSelectionError, select_properties
+from fuzz.targets import (
+    FUZZ_PROFILE,
+    FuzzSelectionError,
+    missing_subject,
+    select_properties,
+)
 from properties.catalog import registered_properties
 from properties.framework import ClauseViolation
 from properties.loader import REFERENCE_REF, AdapterLoadError, build_parts, load_adapter
@@ -61,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = False
     for name in names:
         spec = registry[name]
-        if any(not loaded.provides(c) for c in spec.subject) and not spec.subject_any:
+        if missing_subject(spec, loaded):
             continue
         runnable = spec.build(parts)
         try:
@@ -72,11 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         except Exception as e:  # noqa: BLE001 - every stored failure is reported
             failed = True
-            print(f"{name}: {runnable.examples} stored test case(s) replayed:")
+            print(f"{name}: stored test cases replayed ({runnable.examples} runs):")
             for line in _describe(e):
                 print(f"  {line}")
             continue
-        print(f"{name}: {runnable.examples} stored test case(s) replayed: all pass")
+        print(f"{name}: stored test cases replayed ({runnable.examples} runs): all pass")
     return EXIT_FAILED if failed else EXIT_OK
 
 
