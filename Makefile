@@ -127,6 +127,55 @@ verify-vllm: $(VLLM_VENV)/.installed
 verify-vllm-ci: $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) adapters/vllm/ci.py
 
+# --- fuzzing (docs/fuzz.md): atheris (libFuzzer) drives Hypothesis' fuzz_one_input over the
+# stateless properties; failures go to the adapter's example database: its directory, or the
+# shared Redis database with REDIS=redis://host:port/db (MMSPEC_REDIS_URL), which `make verify`
+# then reads read-only (REDIS given and no PROFILE: the dev profile, the one with a database).
+# make fuzz [DURATION=60] [ADAPTER=ref] [ONLY="names"] [REDIS=url] [FUZZ_SEED=n]
+# make fuzz-replay [ADAPTER=ref] [ONLY="names"] [REDIS=url]   stored test cases only
+# make redis        the Debian package redis-server (apt-get, as root or through sudo)
+# make fuzz-setup   atheris into .venv (requirements-fuzz.txt), and redis-server
+# make fuzz-ci      the end-to-end test (tests/test_fuzz_redis.py), which may not skip
+.PHONY: fuzz fuzz-replay fuzz-setup fuzz-ci redis
+DURATION ?= 60
+ifdef REDIS
+export MMSPEC_REDIS_URL := $(REDIS)
+ifeq ($(origin PROFILE),file)
+PROFILE := dev
+endif
+endif
+
+$(VENV)/.fuzz: $(VENV)/.installed requirements-fuzz.txt
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check -r requirements-fuzz.txt
+	touch $@
+
+redis:
+	@if command -v redis-server >/dev/null 2>&1; then \
+		echo "redis-server: $$(command -v redis-server)"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends redis-server; \
+	elif command -v sudo >/dev/null 2>&1; then \
+		sudo apt-get update -q && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			--no-install-recommends redis-server; \
+	else \
+		echo "redis-server is missing and this is not root (no sudo either):" \
+			"install the Debian package redis-server, then re-run" >&2; \
+		exit 1; \
+	fi
+
+fuzz-setup: $(VENV)/.fuzz redis
+
+fuzz: $(VENV)/.fuzz
+	$(RUN) -m fuzz.run --adapter $(ADAPTER) --duration $(DURATION) \
+		$(if $(ONLY),--only $(ONLY)) $(if $(FUZZ_SEED),--seed $(FUZZ_SEED))
+
+fuzz-replay: $(VENV)/.installed
+	$(RUN) -m fuzz.replay --adapter $(ADAPTER) $(if $(ONLY),--only $(ONLY))
+
+fuzz-ci: fuzz-setup
+	MMSPEC_REQUIRE_FUZZ=1 $(RUN) -m pytest -q tests/test_fuzz_redis.py
+
 # fuzz-catch: each runnable zoo entry fuzzed with its own property (benchmarks/fuzz_catch.py).
 .PHONY: fuzz-catch
 fuzz-catch: $(VENV)/.fuzz

@@ -23,7 +23,11 @@ from typing import Any, Literal
 from hypothesis import reproduce_failure as _reproduce_failure
 from hypothesis import seed as _seed
 from hypothesis import settings as Settings
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    get_state_machine_test,
+    run_state_machine_as_test,
+)
 
 from spec.adapter import EngineParts
 from spec.components import (
@@ -143,6 +147,11 @@ class Runnable:
     #: ``@reproduce_failure`` to replay exactly one recorded test case.
     seed: int | None = None
     replay: tuple[str, bytes] | None = None
+    #: The property as a fuzz target under a settings object — Hypothesis'
+    #: ``fuzz_one_input``, which runs one test case (one program, for a machine) from a
+    #: byte string and saves a failing one to the settings' database under the key a
+    #: normal run of the same test replays (``fuzz/``, docs/fuzz.md).
+    fuzz_target: Callable[[Settings], Callable[[bytes], bytes | None]] | None = None
 
 
 def _apply_overrides(runnable: Runnable, target: Any) -> None:
@@ -172,7 +181,14 @@ def stateless(test: Any) -> Runnable:
         _apply_overrides(runnable, target)
         target()
 
+    def fuzz_target(profile: Settings) -> Callable[[bytes], bytes | None]:
+        target = profile(test)
+        _apply_overrides(runnable, target)
+        fuzz_one_input: Callable[[bytes], bytes | None] = target.hypothesis.fuzz_one_input
+        return fuzz_one_input
+
     runnable.run = run
+    runnable.fuzz_target = fuzz_target
     return runnable
 
 
@@ -205,7 +221,16 @@ def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
         _apply_overrides(runnable, Counted)
         run_state_machine_as_test(Counted, settings=profile)
 
+    def fuzz_target(profile: Settings) -> Callable[[bytes], bytes | None]:
+        # The @given test run_state_machine_as_test runs (Hypothesis splits it out for
+        # HypoFuzz): the same test, so the same database key as a normal run.
+        _apply_overrides(runnable, Counted)
+        test: Any = get_state_machine_test(Counted, settings=profile)
+        fuzz_one_input: Callable[[bytes], bytes | None] = test.hypothesis.fuzz_one_input
+        return fuzz_one_input
+
     runnable.run = run
+    runnable.fuzz_target = fuzz_target
     return runnable
 
 

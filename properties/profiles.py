@@ -14,10 +14,19 @@ Databases are keyed by adapter identity (name + hash of its module file): each
 implementation writes only its own directory under ``.hypothesis/examples/`` and reads
 the others' read-only, so checking the reference replays what was found against a
 student's build without ever deleting it.
+
+Shared between machines (docs/fuzz.md): with ``MMSPEC_REDIS_URL`` set, the ``dev`` and
+``thorough`` profiles also read a Redis-backed example database — the one the fuzzers
+of ``fuzz/`` write to, each adapter under its own key prefix — and read it read-only:
+a verification run replays what any fuzz worker found but never deletes it (Hypothesis
+deletes stored examples that no longer fail; here they stay for the next run).
+Without the variable nothing changes.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +38,19 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
-#: Where the ``dev``/``thorough`` example databases live, one directory per adapter.
-EXAMPLES_ROOT = Path(__file__).resolve().parents[1] / ".hypothesis" / "examples"
+#: Where the ``dev``/``thorough`` example databases live, one directory per adapter
+#: (``MMSPEC_EXAMPLES_DIR`` moves them, e.g. to keep a test's runs out of the checkout's).
+EXAMPLES_ROOT = Path(
+    os.environ.get("MMSPEC_EXAMPLES_DIR")
+    or Path(__file__).resolve().parents[1] / ".hypothesis" / "examples"
+)
+
+#: The environment variable naming the shared Redis example database
+#: (``redis://host:port/db``); unset or empty: directories only.
+REDIS_URL_ENV = "MMSPEC_REDIS_URL"
+#: Every key of the shared database starts with this, then the adapter identity and a
+#: colon, then Hypothesis' own key (a digest of the test).
+REDIS_KEY_PREFIX = "mmspec:examples:"
 
 PROFILES: tuple[str, ...] = ("ci", "dev", "thorough", "mutation", "grading")
 DEFAULT_PROFILE = "ci"
@@ -107,13 +127,68 @@ def settings_for(profile: str, adapter_id: str) -> settings:
 
 
 def example_database(adapter_id: str) -> ExampleDatabase:
-    """This adapter's directory, writable, plus every other adapter's, read-only."""
+    """This adapter's directory, writable, plus every other adapter's, read-only; with
+    a shared database configured (:data:`REDIS_URL_ENV`), every adapter's key space in
+    it, read-only, this adapter's first."""
     own = DirectoryBasedExampleDatabase(EXAMPLES_ROOT / adapter_id)
     others: list[ExampleDatabase] = [
         ReadOnlyDatabase(DirectoryBasedExampleDatabase(path))
         for path in sorted(EXAMPLES_ROOT.glob("*"))
         if path.is_dir() and path.name != adapter_id
     ]
+    url = redis_url()
+    if url is not None:
+        shared = [adapter_id, *(i for i in shared_identities(url) if i != adapter_id)]
+        others = [ReadOnlyDatabase(shared_database(url, i)) for i in shared] + others
     if not others:
         return own
     return MultiplexedDatabase(own, *others)
+
+
+class SharedDatabaseError(RuntimeError):
+    """The shared example database is configured but cannot be used."""
+
+
+def redis_url() -> str | None:
+    """The shared database's URL from :data:`REDIS_URL_ENV`, or ``None``."""
+    return os.environ.get(REDIS_URL_ENV) or None
+
+
+def shared_database(url: str, adapter_id: str) -> ExampleDatabase:
+    """The adapter's key space in the Redis database at ``url``, writable (the fuzzers
+    write here; verification wraps it in ``ReadOnlyDatabase``)."""
+    from hypothesis.extra.redis import RedisExampleDatabase
+
+    prefix = f"{REDIS_KEY_PREFIX}{adapter_id}:".encode()
+    return RedisExampleDatabase(_redis_client(url), key_prefix=prefix)
+
+
+def shared_identities(url: str) -> list[str]:
+    """The adapter identities that have examples in the Redis database at ``url``."""
+    found: set[str] = set()
+    for key in _redis_client(url).scan_iter(match=f"{REDIS_KEY_PREFIX}*".encode()):
+        identity, _, _ = bytes(key)[len(REDIS_KEY_PREFIX) :].partition(b":")
+        found.add(identity.decode("utf-8", "replace"))
+    return sorted(found)
+
+
+@functools.cache
+def _redis_client(url: str) -> Any:
+    """One connection pool per URL, checked once: a shared database that is configured
+    but unreachable is an error, never silently a run without it."""
+    try:
+        import redis
+    except ImportError as e:  # pragma: no cover - redis is in requirements.txt
+        raise SharedDatabaseError(
+            f"{REDIS_URL_ENV} is set but the redis package is missing ({e}); "
+            "run `make .venv` (requirements.txt pins it)"
+        ) from e
+    try:
+        client = redis.Redis.from_url(url)
+        client.ping()
+    except (redis.RedisError, ValueError) as e:
+        raise SharedDatabaseError(
+            f"cannot use the shared example database {REDIS_URL_ENV}={url}: {e} "
+            f"(start a redis-server there, or unset {REDIS_URL_ENV})"
+        ) from e
+    return client
