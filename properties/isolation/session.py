@@ -1,0 +1,307 @@
+"""An isolated adapter: the child that runs it, and the grader-side ``Adapter`` of proxies.
+
+:class:`IsolatedSession` starts the child, has it load (and check) the adapter, and
+offers :attr:`IsolatedSession.loaded`, a :class:`~properties.loader.LoadedAdapter` whose
+factories build proxies — so the runner, every property, the engine machine's
+composition (the adapter's parts with the reference's, in the grader) and the grader
+work unchanged. The adapter module itself is never imported by the grader.
+
+Limits: every request waits at most ``call_seconds``, and at most what is left of
+``property_seconds`` (the wall-clock time this property has spent waiting for the
+child). When the child dies or hits a limit, every further call *in this property*
+raises :class:`~properties.isolation.proxy.ImplementationDied` with the same message from
+the same place (so Hypothesis sees one failure and the run ends as an ERROR naming what
+happened); :meth:`IsolatedSession.begin_property` starts a fresh child for the next
+property. A child that has used more than half of its CPU-time allowance is replaced
+there too, so that each property has at least half of it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from properties.framework import Parts
+from properties.isolation import wire
+from properties.isolation.extensions import extension_protocols
+from properties.isolation.proxy import (
+    BadReturnValue,
+    ImplementationDied,
+    Proxy,
+    proxy_class,
+    rebuilt_error,
+)
+from properties.isolation.supervisor import Child, ChildGone, Limits, size_text
+from properties.loader import (
+    REFERENCE_REF,
+    AdapterLoadError,
+    LoadedAdapter,
+    adapter_identity,
+    build_parts,
+    protocol_members,
+)
+from spec.adapter import COMPONENTS, Adapter
+
+#: How much of the submission's output a report shows (its tail).
+OUTPUT_SHOWN = 4000
+
+
+class ProxyFactory:
+    """A component factory whose products live in the child."""
+
+    def __init__(self, session: IsolatedSession, component: str, owner: str) -> None:
+        self.session = session
+        self.component = component
+        self.owner = owner
+
+    def __call__(self, *args: Any) -> Any:
+        if self.component == "engine_loop":
+            args = args[:1]  # the child composes its own EngineParts (same choice of owners)
+        return self.session.build(self.component, self.owner, args)
+
+
+class IsolatedSession:
+    """One adapter, run in a child process under ``limits``."""
+
+    def __init__(
+        self, adapter_ref: str, limits: Limits, fallback_ref: str | None = REFERENCE_REF
+    ) -> None:
+        self.adapter_ref = adapter_ref
+        self.limits = limits
+        self.fallback_ref = fallback_ref
+        self._folder = Path(tempfile.mkdtemp(prefix="mmspec-isolated-"))
+        self._output = (self._folder / "output.txt").open("w+b")
+        self.generation = 0
+        self.restarts = 0
+        self._child: Child | None = None
+        self._drops: list[int] = []
+        self._death: str | None = None
+        self._used = 0.0
+        try:
+            self._info = self._start()
+        except BaseException:
+            self.close()
+            raise
+        self.loaded = self._loaded(self._info)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def _start(self) -> dict[str, Any]:
+        if self._child is not None:
+            self._child.close()
+        self._child = Child(self.limits, self._output)
+        self.generation += 1
+        self._drops = []
+        message: tuple[Any, ...] = ("load", [], self.adapter_ref, self.fallback_ref)
+        try:
+            reply = self._child.request(message, self.limits.property_seconds)
+        except ChildGone as e:
+            raise AdapterLoadError(self.adapter_ref, [f"the isolated child {e}"]) from None
+        if reply[0] == "load_error" and _strings(reply[1]):
+            raise AdapterLoadError(self.adapter_ref, list(reply[1]))
+        info = reply[1] if reply[0] == "ok" else None
+        problem = _info_problem(info)
+        if problem:
+            self._child.kill("broke the protocol")
+            raise AdapterLoadError(self.adapter_ref, [f"the isolated child {problem}"])
+        assert isinstance(info, dict)
+        return info
+
+    def _loaded(self, info: dict[str, Any]) -> LoadedAdapter:
+        factories = {c: ProxyFactory(self, c, "adapter") for c in info["provided"]}
+        adapter = Adapter(
+            name=info["name"], not_attempted=frozenset(info["not_attempted"]), **factories
+        )
+        return LoadedAdapter(
+            ref=self.adapter_ref,
+            adapter=adapter,
+            module_name=info["module_name"],
+            origin=info["origin"],
+            identity=adapter_identity(info["name"], info["origin"]),
+        )
+
+    def parts(self, fallback: Adapter | None) -> Parts:
+        """The adapter's proxies, the fallback's components elsewhere — except that a
+        scheduling hook in the child is handed a cache manager in the child (the
+        reference's, when the adapter has none): components cross as handles only."""
+        parts = build_parts(self.loaded.adapter, fallback)
+        provided = set(self._info["provided"])
+        if (
+            "scheduling_hook" in provided
+            and "encoder_cache_manager" not in provided
+            and fallback is not None
+            and fallback.encoder_cache_manager is not None
+        ):
+            factory = ProxyFactory(self, "encoder_cache_manager", "fallback")
+            parts = replace(parts, encoder_cache_manager=factory)
+        return parts
+
+    def begin_property(self, name: str) -> None:
+        """Give the next property a live child and its full time allowance."""
+        self._used = 0.0
+        self._death = None
+        child = self._child
+        used = child.cpu_seconds_used() if child is not None and child.alive else None
+        if child is not None and child.alive and (used or 0.0) <= self.limits.cpu_seconds / 2:
+            try:
+                self._ask("reset")
+            except (ImplementationDied, BadReturnValue):
+                pass
+            if self._death is None and child.alive:
+                return
+            self._death = None
+        self.restarts += 1
+        try:
+            info = self._start()
+        except AdapterLoadError as e:
+            self._death = f"restarting the child failed: {'; '.join(e.problems)}"
+            return
+        if (info["name"], info["provided"]) != (self._info["name"], self._info["provided"]):
+            self._death = "the adapter loaded differently when the child was restarted"
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.close()
+        self._output.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+    def __enter__(self) -> IsolatedSession:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def submission_output(self) -> str:
+        """The tail of everything the child wrote to stdout and stderr."""
+        self._output.flush()
+        data = (self._folder / "output.txt").read_bytes()
+        text = data[-OUTPUT_SHOWN:].decode("utf-8", errors="replace")
+        return text if len(data) <= OUTPUT_SHOWN else "[...]\n" + text
+
+    # --- calls -------------------------------------------------------------------------
+
+    def build(self, component: str, owner: str, args: tuple[Any, ...]) -> Proxy:
+        reply = self._ask("build", component, owner, self._encode(args))
+        known = {
+            name for p in extension_protocols(component) for name in protocol_members(p)
+        }
+        if not (
+            isinstance(reply, tuple)
+            and len(reply) == 2
+            and type(reply[0]) is int
+            and isinstance(reply[1], tuple)
+            and all(type(n) is str and n in known for n in reply[1])
+        ):
+            raise BadReturnValue(f"building {component}: a malformed reply")
+        return proxy_class(component, reply[1])(self, reply[0], self.generation)
+
+    def call(self, proxy: Proxy, member: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self._current(proxy)
+        return self._ask("call", proxy._handle, member, self._encode(args), self._encode(kwargs))
+
+    def get(self, proxy: Proxy, member: str) -> Any:
+        self._current(proxy)
+        return self._ask("get", proxy._handle, member)
+
+    def drop(self, proxy: Proxy) -> None:
+        if proxy._generation == self.generation:
+            self._drops.append(proxy._handle)
+
+    def _current(self, proxy: Proxy) -> None:
+        if proxy._generation != self.generation and self._death is None:
+            self._death = "this component's child was restarted (it cannot continue)"
+
+    def _encode(self, value: object) -> Any:
+        return wire.to_wire(value, handle_of=self._handle_of)
+
+    def _handle_of(self, value: object) -> int | None:
+        if type(value).__name__ == "Recorded":  # the grader's recording wrapper
+            from properties.grading.recording import Recorded, target_of
+
+            if isinstance(value, Recorded):
+                value = target_of(value)
+        if isinstance(value, Proxy) and value._channel is self:
+            return value._handle
+        return None
+
+    def _ask(self, op: str, *payload: Any) -> Any:
+        """One request to the child; its decoded result, or the child's error raised."""
+        reply: Any = None
+        if self._death is None:
+            reply = self._exchange(op, payload)
+        if self._death is not None:
+            raise ImplementationDied(self._death)
+        kind = reply[0] if isinstance(reply, tuple) and reply else None
+        if kind == "ok" and len(reply) == 2:
+            try:
+                return wire.from_wire(reply[1])
+            except Exception as e:  # noqa: BLE001 - a value the spec's types refuse
+                raise BadReturnValue(f"the result could not be decoded: {e}") from None
+        if kind == "raise" and len(reply) == 5 and _strings(reply[1:4]) and type(reply[4]) is bool:
+            raise rebuilt_error(reply[1], reply[2], reply[3], reply[4])
+        if kind == "bad" and len(reply) == 2 and type(reply[1]) is str:
+            raise BadReturnValue(reply[1])
+        raise BadReturnValue(f"a malformed reply from the child ({kind!r})")
+
+    def _exchange(self, op: str, payload: tuple[Any, ...]) -> Any:
+        """Send one request under the limits; on a death, record it and return None."""
+        assert self._child is not None
+        left = self.limits.property_seconds - self._used
+        if left <= 0:
+            self._die(f"the property's time limit of {self.limits.property_seconds:g} s ran out")
+            return None
+        drops, self._drops = self._drops, []
+        started = time.monotonic()
+        try:
+            reply = self._child.request((op, drops, *payload), min(self.limits.call_seconds, left))
+        except ChildGone as e:
+            reason = str(e)
+            if reason.startswith("timeout") and left < self.limits.call_seconds:
+                reason = (
+                    f"timeout: the property's time limit of "
+                    f"{self.limits.property_seconds:g} s ran out"
+                )
+            self._death = reason
+            return None
+        finally:
+            self._used += time.monotonic() - started
+        if isinstance(reply, tuple) and reply and reply[0] == "oom":
+            self._die(f"out of memory (limit {size_text(self.limits.memory_bytes)})")
+            return None
+        return reply
+
+    def _die(self, reason: str) -> None:
+        if self._child is not None:
+            self._child.kill(reason)
+        self._death = reason
+
+
+def _strings(values: object) -> bool:
+    return isinstance(values, list | tuple) and all(type(v) is str for v in values)
+
+
+def _info_problem(info: object) -> str | None:
+    """What is wrong with the child's description of the adapter, or None."""
+    if not isinstance(info, dict):
+        return "sent no description of the adapter"
+    names = {name for name, _protocol in COMPONENTS}
+    checks = {
+        "name": type(info.get("name")) is str and bool(str(info.get("name")).strip()),
+        "module_name": type(info.get("module_name")) is str,
+        "origin": type(info.get("origin")) is str,
+        "provided": _strings(info.get("provided"))
+        and set(info.get("provided", ())) <= names,
+        "not_attempted": _strings(info.get("not_attempted")),
+    }
+    bad = [key for key, ok in checks.items() if not ok]
+    return f"described the adapter wrongly ({', '.join(bad)})" if bad else None
