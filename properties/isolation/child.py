@@ -14,7 +14,11 @@ Requests (plain data, see :mod:`properties.isolation.wire`), each answered by on
   adapter lacks but one of its components is handed, e.g. the cache manager its
   scheduling hook is given); an engine loop gets the child's own ``EngineParts``
 - ``("call", drops, handle, member, args, kwargs)`` / ``("get", drops, handle, member)``
-  -> ``("ok", value)``
+  -> ``("ok", value)``; a build or call reply on a component whose Protocol has
+  properties (the cache manager's ``cached``, ``freeable``, ...) carries a third element:
+  each property read right after the call, as its own reply (the grader serves its next
+  read of each from there, once, if it sends nothing to the child in between: one round
+  trip instead of five per step of the cache-manager machine)
 - ``("reset", drops)`` -> ``("ok", None)``: forget every component (a new property)
 
 ``drops`` lists handles the grader no longer uses. Failures reply
@@ -37,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from properties.isolation import wire
-from properties.isolation.extensions import extension_members
+from properties.isolation.extensions import extension_members, observed_properties
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,6 +49,8 @@ _ROOT = Path(__file__).resolve().parents[2]
 class _Child:
     def __init__(self) -> None:
         self.handles: dict[int, object] = {}
+        #: handle -> the Protocol properties read after each call on it
+        self.observed: dict[int, tuple[str, ...]] = {}
         self.next_handle = 1
         self.adapter: Any = None
         self.fallback: Any = None
@@ -62,10 +68,12 @@ class _Child:
         op, drops = request[0], request[1]
         for handle in drops:
             self.handles.pop(handle, None)
+            self.observed.pop(handle, None)
         if op == "load":
             return self.load(request[2], request[3])
         if op == "reset":
             self.handles.clear()
+            self.observed.clear()
             return ("ok", None)
         if op == "build":
             component, owner, args = request[2], request[3], request[4]
@@ -74,7 +82,8 @@ class _Child:
             target = self.resolve(request[2])
             args = wire.from_wire(request[4], self.resolve)
             kwargs = wire.from_wire(request[5], self.resolve)
-            return self.reply(lambda: getattr(target, request[3])(*args, **kwargs))
+            reply = self.reply(lambda: getattr(target, request[3])(*args, **kwargs))
+            return self.with_properties(reply, request[2])
         if op == "get":
             target = self.resolve(request[2])
             return self.reply(lambda: getattr(target, request[3]))
@@ -111,14 +120,27 @@ class _Child:
             engine_parts = build_parts(self.adapter, self.fallback).engine_parts()
             args = (args[0], engine_parts)
 
+        handle = self.next_handle
+
         def make() -> tuple[int, tuple[str, ...]]:
             product = factory(*args)
-            handle = self.next_handle
             self.next_handle += 1
             self.handles[handle] = product
-            return handle, extension_members(component, product)
+            extras = extension_members(component, product)
+            self.observed[handle] = observed_properties(component, extras)
+            return handle, extras
 
-        return self.reply(make)
+        return self.with_properties(self.reply(make), handle)
+
+    def with_properties(self, reply: tuple[Any, ...], handle: int) -> tuple[Any, ...]:
+        names = self.observed.get(handle, ())
+        if reply[0] != "ok" or not names:
+            return reply
+        target = self.handles[handle]
+        snapshot = {name: self.reply(lambda name=name: getattr(target, name)) for name in names}
+        if any(r[0] == "oom" for r in snapshot.values()):
+            return ("oom", "MemoryError while reading properties")
+        return (*reply, snapshot)
 
     def reply(self, action: Any) -> tuple[Any, ...]:
         try:

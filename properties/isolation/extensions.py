@@ -31,3 +31,20 @@ def extension_members(component: str, product: object) -> tuple[str, ...]:
 
 def extension_protocols(component: str) -> tuple[type, ...]:
     return EXTENSIONS.get(component, ())
+
+
+def observed_properties(component: str, extras: tuple[str, ...]) -> tuple[str, ...]:
+    """The Protocol properties of ``component`` (and of the extension members
+    ``extras``) that the child reads after every call (see :mod:`.child`)."""
+    from spec.adapter import COMPONENTS
+
+    protocols = dict(COMPONENTS)
+    members = protocol_members(protocols[component])
+    names = [n for n, d in members.items() if isinstance(d, property)]
+    for protocol in extension_protocols(component):
+        names += [
+            n
+            for n, d in protocol_members(protocol).items()
+            if isinstance(d, property) and n in extras
+        ]
+    return tuple(names)

@@ -179,13 +179,15 @@ class Channel(typing.Protocol):
 class Proxy:
     """Base of the generated proxy classes: a handle in one generation of the child."""
 
-    __slots__ = ("_channel", "_handle", "_generation", "__weakref__")
+    __slots__ = ("_channel", "_handle", "_generation", "_fresh", "__weakref__")
     _component = ""
 
     def __init__(self, channel: Channel, handle: int, generation: int) -> None:
         self._channel = channel
         self._handle = handle
         self._generation = generation
+        #: (request stamp, property -> raw reply) read by the child after the last call
+        self._fresh: tuple[int, dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return f"<isolated {self._component} #{self._handle}>"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -78,8 +79,12 @@ class IsolatedSession:
         self._output = (self._folder / "output.txt").open("w+b")
         self.generation = 0
         self.restarts = 0
+        #: Requests sent, by operation and member (what a benchmark reads).
+        self.requests: Counter[str] = Counter()
         self._child: Child | None = None
         self._drops: list[int] = []
+        #: Counts requests: a property snapshot is good only for the stamp it came with.
+        self._stamp = 0
         self._death: str | None = None
         self._used = 0.0
         try:
@@ -191,7 +196,8 @@ class IsolatedSession:
     # --- calls -------------------------------------------------------------------------
 
     def build(self, component: str, owner: str, args: tuple[Any, ...]) -> Proxy:
-        reply = self._ask("build", component, owner, self._encode(args))
+        raw = self._request("build", component, owner, self._encode(args))
+        reply = self._decoded(raw)
         known = {
             name for p in extension_protocols(component) for name in protocol_members(p)
         }
@@ -203,15 +209,31 @@ class IsolatedSession:
             and all(type(n) is str and n in known for n in reply[1])
         ):
             raise BadReturnValue(f"building {component}: a malformed reply")
-        return proxy_class(component, reply[1])(self, reply[0], self.generation)
+        proxy = proxy_class(component, reply[1])(self, reply[0], self.generation)
+        self._remember(proxy, raw)
+        return proxy
 
     def call(self, proxy: Proxy, member: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self._current(proxy)
-        return self._ask("call", proxy._handle, member, self._encode(args), self._encode(kwargs))
+        args_data, kwargs_data = self._encode(args), self._encode(kwargs)
+        raw = self._request("call", proxy._handle, member, args_data, kwargs_data)
+        self._remember(proxy, raw)
+        return self._decoded(raw)
 
     def get(self, proxy: Proxy, member: str) -> Any:
         self._current(proxy)
-        return self._ask("get", proxy._handle, member)
+        fresh = proxy._fresh
+        if fresh is not None and fresh[0] == self._stamp and member in fresh[1]:
+            if self._death is not None:
+                raise ImplementationDied(self._death)
+            return self._decoded(fresh[1].pop(member))
+        return self._decoded(self._request("get", proxy._handle, member))
+
+    def _remember(self, proxy: Proxy, reply: Any) -> None:
+        """Keep the properties the child read right after this call, to serve the next
+        read of each once — as long as nothing else is sent to the child meanwhile."""
+        snapshot = reply[2] if len(reply) == 3 and isinstance(reply[2], dict) else None
+        proxy._fresh = None if snapshot is None else (self._stamp, snapshot)
 
     def drop(self, proxy: Proxy) -> None:
         if proxy._generation == self.generation:
@@ -236,13 +258,22 @@ class IsolatedSession:
 
     def _ask(self, op: str, *payload: Any) -> Any:
         """One request to the child; its decoded result, or the child's error raised."""
+        return self._decoded(self._request(op, *payload))
+
+    def _request(self, op: str, *payload: Any) -> Any:
+        """One request to the child: its raw reply; raises ImplementationDied (always
+        from here, with the same message) once the child has died in this property."""
         reply: Any = None
         if self._death is None:
             reply = self._exchange(op, payload)
         if self._death is not None:
             raise ImplementationDied(self._death)
+        return reply
+
+    def _decoded(self, reply: Any) -> Any:
+        """The value of an ``ok`` reply, or the error the reply reports, raised."""
         kind = reply[0] if isinstance(reply, tuple) and reply else None
-        if kind == "ok" and len(reply) == 2:
+        if kind == "ok" and len(reply) in (2, 3):
             try:
                 return wire.from_wire(reply[1])
             except Exception as e:  # noqa: BLE001 - a value the spec's types refuse
@@ -261,6 +292,8 @@ class IsolatedSession:
             self._die(f"the property's time limit of {self.limits.property_seconds:g} s ran out")
             return None
         drops, self._drops = self._drops, []
+        self._stamp += 1
+        self.requests[f"{op} {payload[1] if op in ('call', 'get') else ''}".strip()] += 1
         started = time.monotonic()
         try:
             reply = self._child.request((op, drops, *payload), min(self.limits.call_seconds, left))
