@@ -4,7 +4,10 @@ Only these values cross: ``None``, ``bool``, ``int``, ``float``, ``str``, ``byte
 tuples, lists, dicts, sets, frozensets of them, and three tagged forms (a tuple whose
 first element is a tag string starting with NUL):
 
-- a numpy array: ``(ND, dtype.str, shape, data bytes)``; a numpy scalar:
+- a numpy array: ``(ND, dtype.str, shape, layout, data bytes in C order)`` where the
+  layout is ``"C"``, ``"F"`` (Fortran order) or the byte strides of a strided view
+  (rebuilt as a view into a zeroed buffer): the receiver gets the same memory layout,
+  since hashing "content, not layout" is itself a clause (HASH-1); a numpy scalar:
   ``(NP, dtype.str, data bytes)`` — numeric dtypes only (no object arrays);
 - a dataclass of the spec (``PlaceholderRange``, ``RequestView``, ``StepOutput``, ...):
   ``(DC, class name, field values in declaration order)``, rebuilt by the receiver
@@ -110,7 +113,8 @@ def _encode(value: Any, handle_of: Callable[[object], int | None] | None) -> Any
         array = np.asarray(value)
         if array.dtype.kind not in NUMERIC_KINDS:
             raise WireError(f"an array of dtype {array.dtype} cannot cross (numeric only)")
-        return (ND, array.dtype.str, tuple(int(n) for n in array.shape), array.tobytes())
+        shape = tuple(int(n) for n in array.shape)
+        return (ND, array.dtype.str, shape, _layout(array), array.tobytes())
     if isinstance(value, np.generic):
         scalar = np.asarray(value)
         if scalar.dtype.kind not in NUMERIC_KINDS:
@@ -154,6 +158,42 @@ def _encode(value: Any, handle_of: Callable[[object], int | None] | None) -> Any
     )
 
 
+def _layout(array: np.ndarray[Any, Any]) -> str | tuple[int, ...]:
+    if array.flags.c_contiguous or array.size == 0:
+        return "C"
+    if array.flags.f_contiguous:
+        return "F"
+    if all(s >= 0 for s in array.strides):
+        return tuple(int(s) for s in array.strides)
+    return "C"  # negative strides: sent as a C-order copy
+
+
+def _relaid(array: np.ndarray[Any, Any], layout: object) -> np.ndarray[Any, Any]:
+    """``array`` (C order) in ``layout``."""
+    if layout == "C":
+        return array
+    if layout == "F":
+        return np.asfortranarray(array)
+    shape = array.shape
+    if (
+        type(layout) is not tuple
+        or len(layout) != len(shape)
+        or not all(type(s) is int and s >= 0 for s in layout)
+    ):
+        raise WireError(f"bad array layout {layout!r}")
+    span = sum((n - 1) * s for n, s in zip(shape, layout, strict=True)) + array.itemsize
+    if span > MAX_FRAME:
+        raise WireError(f"an array layout spanning {span} bytes")
+    try:
+        out: np.ndarray[Any, Any] = np.ndarray(
+            shape, dtype=array.dtype, buffer=bytearray(span), strides=layout
+        )
+    except (TypeError, ValueError) as e:
+        raise WireError(f"bad array layout {layout!r}: {e}") from e
+    out[...] = array
+    return out
+
+
 def _spec_base(kind: type) -> type | None:
     for klass in kind.__mro__:
         if klass in _DATACLASS_NAMES:
@@ -194,14 +234,14 @@ def _tagged(data: tuple[Any, ...], resolve_handle: Callable[[int], object] | Non
     tag = data[0]
     if tag == ESCAPED and len(data) == 2 and type(data[1]) is tuple:
         return tuple(from_wire(x, resolve_handle) for x in data[1])
-    if tag == ND and len(data) == 4:
-        _tag, dtype_str, shape, raw = data
+    if tag == ND and len(data) == 5:
+        _tag, dtype_str, shape, layout, raw = data
         dtype = _numeric_dtype(dtype_str)
         if type(shape) is not tuple or not all(type(n) is int and n >= 0 for n in shape):
             raise WireError(f"bad array shape {shape!r}")
         if type(raw) is not bytes or len(raw) != int(np.prod(shape)) * dtype.itemsize:
             raise WireError(f"array data does not match shape {shape} of {dtype}")
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        return _relaid(np.frombuffer(raw, dtype=dtype).reshape(shape).copy(), layout)
     if tag == NP and len(data) == 3:
         dtype = _numeric_dtype(data[1])
         if type(data[2]) is not bytes or len(data[2]) != dtype.itemsize:
