@@ -13,7 +13,8 @@ Requests (plain data, see :mod:`properties.isolation.wire`), each answered by on
   ``owner`` is ``"adapter"`` or ``"fallback"`` (the reference, for a component the
   adapter lacks but one of its components is handed, e.g. the cache manager its
   scheduling hook is given); an engine loop gets the child's own ``EngineParts``
-- ``("call", drops, handle, member, args, kwargs)`` / ``("get", drops, handle, member)``
+- ``("call", drops, handle, member, args, kwargs, writes, track)`` /
+  ``("get", drops, handle, member)``
   -> ``("ok", value)``; a build or call reply on a component whose Protocol has
   properties (the cache manager's ``cached``, ``freeable``, ...) carries a third element:
   each property read right after the call, as its own reply (the grader serves its next
@@ -21,7 +22,11 @@ Requests (plain data, see :mod:`properties.isolation.wire`), each answered by on
   trip instead of five per step of the cache-manager machine)
 - ``("reset", drops)`` -> ``("ok", None)``: forget every component (a new property)
 
-``drops`` lists handles the grader no longer uses. Failures reply
+``drops`` lists handles the grader no longer uses. With ``track`` (calls on a worker
+store, whose contract says who owns which array, WRK-3) the arrays of the arguments and
+of the result are kept under the numbers they crossed with, and ``writes`` — the
+grader's later writes into its copies, ``(number, new contents)`` — are written into
+them before the call: the memory the two sides would share in one process. Failures reply
 ``("raise", type name, message, location, spec)`` — ``spec`` true for the spec's typed
 errors and ``NotImplementedError``, which the grader re-raises as themselves — or
 ``("oom", message)`` after a ``MemoryError`` (the child then exits: its heap may be in
@@ -45,12 +50,18 @@ from properties.isolation.extensions import extension_members, observed_properti
 
 _ROOT = Path(__file__).resolve().parents[2]
 
+#: How many tracked arrays each side keeps (the most recent; see :mod:`.session`).
+_TRACKED_ARRAYS = 64  # as properties.isolation.session.TRACKED_ARRAYS
+
 
 class _Child:
     def __init__(self) -> None:
         self.handles: dict[int, object] = {}
         #: handle -> the Protocol properties read after each call on it
         self.observed: dict[int, tuple[str, ...]] = {}
+        #: arrays that crossed in tracked calls, by number (results: negative numbers)
+        self.arrays: dict[int, Any] = {}
+        self.next_array = -1
         self.next_handle = 1
         self.adapter: Any = None
         self.fallback: Any = None
@@ -74,15 +85,20 @@ class _Child:
         if op == "reset":
             self.handles.clear()
             self.observed.clear()
+            self.arrays.clear()
             return ("ok", None)
         if op == "build":
             component, owner, args = request[2], request[3], request[4]
             return self.build(component, owner, wire.from_wire(args, self.resolve))
         if op == "call":
             target = self.resolve(request[2])
-            args = wire.from_wire(request[4], self.resolve)
-            kwargs = wire.from_wire(request[5], self.resolve)
-            reply = self.reply(lambda: getattr(target, request[3])(*args, **kwargs))
+            track = request[7] is True
+            self.write_back(request[6])
+            keep = self.keep_array if track else None
+            args = wire.from_wire(request[4], self.resolve, keep)
+            kwargs = wire.from_wire(request[5], self.resolve, keep)
+            call = getattr(target, request[3])
+            reply = self.reply(lambda: call(*args, **kwargs), self.number_array if track else None)
             return self.with_properties(reply, request[2])
         if op == "get":
             target = self.resolve(request[2])
@@ -142,7 +158,25 @@ class _Child:
             return ("oom", "MemoryError while reading properties")
         return (*reply, snapshot)
 
-    def reply(self, action: Any) -> tuple[Any, ...]:
+    def keep_array(self, number: int, array: Any) -> None:
+        self.arrays[number] = array
+        while len(self.arrays) > _TRACKED_ARRAYS:
+            del self.arrays[next(iter(self.arrays))]
+
+    def number_array(self, array: Any) -> int:
+        number = self.next_array
+        self.next_array -= 1
+        self.keep_array(number, array)
+        return number
+
+    def write_back(self, writes: Any) -> None:
+        for number, data in writes:
+            target = self.arrays.get(number)
+            value = wire.from_wire(data)
+            if target is not None and target.shape == value.shape and target.flags.writeable:
+                target[...] = value
+
+    def reply(self, action: Any, number_array: Any = None) -> tuple[Any, ...]:
         try:
             value = action()
         except MemoryError as e:
@@ -150,7 +184,7 @@ class _Child:
         except BaseException as e:  # noqa: BLE001 - every escape of the code under test
             return _raised(e)
         try:
-            return ("ok", wire.to_wire(value, handle_of=self.handle_of))
+            return ("ok", wire.to_wire(value, handle_of=self.handle_of, on_array=number_array))
         except wire.WireError as e:
             return ("bad", str(e))
         except MemoryError as e:
@@ -235,6 +269,8 @@ def main(argv: list[str]) -> int:
             reply = ("bad", str(e))
         except MemoryError as e:
             reply = ("oom", f"MemoryError: {e}")
+        except Exception as e:  # noqa: BLE001 - a malformed request: say so, carry on
+            reply = ("bad", f"{type(e).__name__}: {e}")
         wire.send(sock, reply)
         if reply[0] == "oom":
             os._exit(3)

@@ -6,6 +6,11 @@ factories build proxies — so the runner, every property, the engine machine's
 composition (the adapter's parts with the reference's, in the grader) and the grader
 work unchanged. The adapter module itself is never imported by the grader.
 
+Arrays are copies on each side; for the worker store, whose contract (WRK-3) is about
+who may write into which array, the grader's writes are replayed into the child's
+arrays before the next call on it (:data:`WRITE_BACK`), so that an implementation that
+returns views into its storage, or keeps the caller's buffers, is caught as in process.
+
 Limits: every request waits at most ``call_seconds``, and at most what is left of
 ``property_seconds`` (the wall-clock time this property has spent waiting for the
 child). When the child dies or hits a limit, every further call *in this property*
@@ -51,6 +56,15 @@ from spec.adapter import COMPONENTS, Adapter
 #: How much of the submission's output a report shows (its tail).
 OUTPUT_SHOWN = 4000
 
+#: Components whose arrays are written back (WRK-3: the caller owns a gathered result and
+#: may reuse the encoder outputs it handed over; an implementation that aliases them must
+#: be caught isolated as in process): the grader's writes into arrays that crossed in
+#: calls on them are replayed into the child's before the next call.
+WRITE_BACK = frozenset({"worker_store"})
+
+#: How many such arrays are tracked (the most recent; each is compared before a call).
+TRACKED_ARRAYS = 64
+
 
 class ProxyFactory:
     """A component factory whose products live in the child."""
@@ -85,6 +99,9 @@ class IsolatedSession:
         self._drops: list[int] = []
         #: Counts requests: a property snapshot is good only for the stamp it came with.
         self._stamp = 0
+        #: Arrays that crossed in worker-store calls: number -> (ours, bytes then).
+        self._tracked: dict[int, tuple[Any, bytes]] = {}
+        self._next_array = 0
         self._death: str | None = None
         self._used = 0.0
         try:
@@ -150,6 +167,7 @@ class IsolatedSession:
         """Give the next property a live child and its full time allowance."""
         self._used = 0.0
         self._death = None
+        self._tracked.clear()
         child = self._child
         used = child.cpu_seconds_used() if child is not None and child.alive else None
         if child is not None and child.alive and (used or 0.0) <= self.limits.cpu_seconds / 2:
@@ -215,10 +233,38 @@ class IsolatedSession:
 
     def call(self, proxy: Proxy, member: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self._current(proxy)
-        args_data, kwargs_data = self._encode(args), self._encode(kwargs)
-        raw = self._request("call", proxy._handle, member, args_data, kwargs_data)
+        track = proxy._component in WRITE_BACK
+        writes = self._writes() if track else []
+        sent = self._number_sent if track else None
+        args_data = wire.to_wire(args, handle_of=self._handle_of, on_array=sent)
+        kwargs_data = wire.to_wire(kwargs, handle_of=self._handle_of, on_array=sent)
+        raw = self._request(
+            "call", proxy._handle, member, args_data, kwargs_data, writes, track
+        )
         self._remember(proxy, raw)
-        return self._decoded(raw)
+        return self._decoded(raw, self._keep if track else None)
+
+    # --- write-back: one memory, as in process, for the worker store's arrays ----------
+
+    def _number_sent(self, array: Any) -> int:
+        self._next_array += 1
+        self._keep(self._next_array, array)
+        return self._next_array
+
+    def _keep(self, number: int, array: Any) -> None:
+        self._tracked[number] = (array, array.tobytes())
+        while len(self._tracked) > TRACKED_ARRAYS:
+            del self._tracked[next(iter(self._tracked))]
+
+    def _writes(self) -> list[tuple[int, Any]]:
+        """The tracked arrays the grader wrote into since they crossed, as writes."""
+        writes = []
+        for number, (array, was) in self._tracked.items():
+            now = array.tobytes()
+            if now != was:
+                writes.append((number, wire.to_wire(array)))
+                self._tracked[number] = (array, now)
+        return writes
 
     def get(self, proxy: Proxy, member: str) -> Any:
         self._current(proxy)
@@ -270,12 +316,12 @@ class IsolatedSession:
             raise ImplementationDied(self._death)
         return reply
 
-    def _decoded(self, reply: Any) -> Any:
+    def _decoded(self, reply: Any, on_array: Any = None) -> Any:
         """The value of an ``ok`` reply, or the error the reply reports, raised."""
         kind = reply[0] if isinstance(reply, tuple) and reply else None
         if kind == "ok" and len(reply) in (2, 3):
             try:
-                return wire.from_wire(reply[1])
+                return wire.from_wire(reply[1], on_array=on_array)
             except Exception as e:  # noqa: BLE001 - a value the spec's types refuse
                 raise BadReturnValue(f"the result could not be decoded: {e}") from None
         if kind == "raise" and len(reply) == 5 and _strings(reply[1:4]) and type(reply[4]) is bool:

@@ -4,10 +4,11 @@ Only these values cross: ``None``, ``bool``, ``int``, ``float``, ``str``, ``byte
 tuples, lists, dicts, sets, frozensets of them, and three tagged forms (a tuple whose
 first element is a tag string starting with NUL):
 
-- a numpy array: ``(ND, dtype.str, shape, layout, data bytes in C order)`` where the
+- a numpy array: ``(ND, dtype.str, shape, layout, data bytes in C order, id)`` where the
   layout is ``"C"``, ``"F"`` (Fortran order) or the byte strides of a strided view
   (rebuilt as a view into a zeroed buffer): the receiver gets the same memory layout,
-  since hashing "content, not layout" is itself a clause (HASH-1); a numpy scalar:
+  since hashing "content, not layout" is itself a clause (HASH-1), and ``id`` is None or
+  the number both sides know the array by (write-back, :mod:`.session`); a numpy scalar:
   ``(NP, dtype.str, data bytes)`` — numeric dtypes only (no object arrays);
 - a dataclass of the spec (``PlaceholderRange``, ``RequestView``, ``StepOutput``, ...):
   ``(DC, class name, field values in declaration order)``, rebuilt by the receiver
@@ -86,9 +87,15 @@ _SCALARS = (type(None), bool, int, float, str, bytes)
 # --- encoding ----------------------------------------------------------------------------
 
 
-def to_wire(value: object, *, handle_of: Callable[[object], int | None] | None = None) -> Any:
+def to_wire(
+    value: object,
+    *,
+    handle_of: Callable[[object], int | None] | None = None,
+    on_array: Callable[[np.ndarray[Any, Any]], int] | None = None,
+) -> Any:
     """``value`` as plain data (see the module docstring). ``handle_of`` maps a
-    component object to its handle number (None: not a component)."""
+    component object to its handle number (None: not a component); ``on_array`` gives
+    an array the number the other side will know it by (see :mod:`.session`, write-back)."""
     kind = type(value)
     if kind in _SCALARS:
         return value
@@ -98,12 +105,16 @@ def to_wire(value: object, *, handle_of: Callable[[object], int | None] | None =
             if kind is tuple and items and type(items[0]) is str and items[0][:1] == "\x00":
                 return (ESCAPED, items)
             return value
-    return _encode(value, handle_of)
+    return _encode(value, handle_of, on_array)
 
 
-def _encode(value: Any, handle_of: Callable[[object], int | None] | None) -> Any:
+def _encode(
+    value: Any,
+    handle_of: Callable[[object], int | None] | None,
+    on_array: Callable[[np.ndarray[Any, Any]], int] | None,
+) -> Any:
     def again(item: object) -> Any:
-        return to_wire(item, handle_of=handle_of)
+        return to_wire(item, handle_of=handle_of, on_array=on_array)
 
     if handle_of is not None:
         handle = handle_of(value)
@@ -114,7 +125,8 @@ def _encode(value: Any, handle_of: Callable[[object], int | None] | None) -> Any
         if array.dtype.kind not in NUMERIC_KINDS:
             raise WireError(f"an array of dtype {array.dtype} cannot cross (numeric only)")
         shape = tuple(int(n) for n in array.shape)
-        return (ND, array.dtype.str, shape, _layout(array), array.tobytes())
+        ident = on_array(array) if on_array is not None else None
+        return (ND, array.dtype.str, shape, _layout(array), array.tobytes(), ident)
     if isinstance(value, np.generic):
         scalar = np.asarray(value)
         if scalar.dtype.kind not in NUMERIC_KINDS:
@@ -204,7 +216,11 @@ def _spec_base(kind: type) -> type | None:
 # --- decoding ----------------------------------------------------------------------------
 
 
-def from_wire(data: Any, resolve_handle: Callable[[int], object] | None = None) -> Any:
+def from_wire(
+    data: Any,
+    resolve_handle: Callable[[int], object] | None = None,
+    on_array: Callable[[int, np.ndarray[Any, Any]], None] | None = None,
+) -> Any:
     """Rebuild a value from plain data; raises :class:`WireError` for anything that is
     not what :func:`to_wire` makes (an unknown tag or dataclass, a non-numeric dtype,
     a size that does not match the shape)."""
@@ -213,35 +229,45 @@ def from_wire(data: Any, resolve_handle: Callable[[int], object] | None = None) 
         return data
     if kind is tuple:
         if data and type(data[0]) is str and data[0][:1] == "\x00":
-            return _tagged(data, resolve_handle)
+            return _tagged(data, resolve_handle, on_array)
         if all(type(x) in _SCALARS for x in data):
             return data
-        return tuple(from_wire(x, resolve_handle) for x in data)
+        return tuple(from_wire(x, resolve_handle, on_array) for x in data)
     if kind is list:
         if all(type(x) in _SCALARS for x in data):
             return data
-        return [from_wire(x, resolve_handle) for x in data]
+        return [from_wire(x, resolve_handle, on_array) for x in data]
     if kind is dict:
-        return {from_wire(k, resolve_handle): from_wire(v, resolve_handle) for k, v in data.items()}
+        return {
+            from_wire(k, resolve_handle, on_array): from_wire(v, resolve_handle, on_array)
+            for k, v in data.items()
+        }
     if kind is frozenset:
-        return frozenset(from_wire(x, resolve_handle) for x in data)
+        return frozenset(from_wire(x, resolve_handle, on_array) for x in data)
     if kind is set:
-        return {from_wire(x, resolve_handle) for x in data}
+        return {from_wire(x, resolve_handle, on_array) for x in data}
     raise WireError(f"unexpected {kind.__name__} in a frame")
 
 
-def _tagged(data: tuple[Any, ...], resolve_handle: Callable[[int], object] | None) -> Any:
+def _tagged(
+    data: tuple[Any, ...],
+    resolve_handle: Callable[[int], object] | None,
+    on_array: Callable[[int, np.ndarray[Any, Any]], None] | None,
+) -> Any:
     tag = data[0]
     if tag == ESCAPED and len(data) == 2 and type(data[1]) is tuple:
-        return tuple(from_wire(x, resolve_handle) for x in data[1])
-    if tag == ND and len(data) == 5:
-        _tag, dtype_str, shape, layout, raw = data
+        return tuple(from_wire(x, resolve_handle, on_array) for x in data[1])
+    if tag == ND and len(data) == 6:
+        _tag, dtype_str, shape, layout, raw, ident = data
         dtype = _numeric_dtype(dtype_str)
         if type(shape) is not tuple or not all(type(n) is int and n >= 0 for n in shape):
             raise WireError(f"bad array shape {shape!r}")
         if type(raw) is not bytes or len(raw) != int(np.prod(shape)) * dtype.itemsize:
             raise WireError(f"array data does not match shape {shape} of {dtype}")
-        return _relaid(np.frombuffer(raw, dtype=dtype).reshape(shape).copy(), layout)
+        array = _relaid(np.frombuffer(raw, dtype=dtype).reshape(shape).copy(), layout)
+        if on_array is not None and type(ident) is int:
+            on_array(ident, array)
+        return array
     if tag == NP and len(data) == 3:
         dtype = _numeric_dtype(data[1])
         if type(data[2]) is not bytes or len(data[2]) != dtype.itemsize:
@@ -251,7 +277,7 @@ def _tagged(data: tuple[Any, ...], resolve_handle: Callable[[int], object] | Non
         cls = SPEC_DATACLASSES.get(data[1]) if type(data[1]) is str else None
         if cls is None or type(data[2]) is not tuple or len(data[2]) != len(_FIELDS[cls]):
             raise WireError(f"not a dataclass of the spec: {data[1]!r}")
-        return cls(*(from_wire(x, resolve_handle) for x in data[2]))
+        return cls(*(from_wire(x, resolve_handle, on_array) for x in data[2]))
     if tag == HANDLE and len(data) == 2 and type(data[1]) is int and resolve_handle:
         return resolve_handle(data[1])
     raise WireError(f"unknown tagged value {tag!r}")
