@@ -126,3 +126,8 @@ verify-vllm: $(VLLM_VENV)/.installed
 
 verify-vllm-ci: $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) adapters/vllm/ci.py
+
+# --- isolation (docs/grading.md, "Isolation"): what running the adapter in a child costs ---
+.PHONY: bench-isolation
+bench-isolation: $(VENV)/.installed
+	$(RUN) benchmarks/isolation_overhead.py
