@@ -140,3 +140,29 @@ def test_inputs_mutated_after_returning_do_not_reach_the_grader(
     # and graded, it earns exactly what it earns: both items, as it hashes correctly
     report = _graded("mutate_inputs")
     assert report.score == report.max_score == 10
+
+
+@pytest.mark.parametrize(
+    ("name", "limits", "reason"),
+    [
+        # the CPU-time limit (RLIMIT_CPU) stops a loop the wall clock would allow
+        (
+            "infinite_loop",
+            Limits(call_seconds=60, property_seconds=60, cpu_seconds=2),
+            r"CPU time limit of 2 s exceeded \(SIGXCPU\)",
+        ),
+        # the per-property limit stops calls that are each fast enough
+        (
+            "slow_calls",
+            Limits(call_seconds=2, property_seconds=1.5),
+            r"timeout: the property's time limit of 1.5 s ran out",
+        ),
+    ],
+)
+def test_the_cpu_and_per_property_limits(name: str, limits: Limits, reason: str) -> None:
+    report = grade(
+        str(HOSTILE / f"{name}.py"), RUBRIC, "ci", isolation=limits, reproducers=False
+    )
+    hashing, expansion = report.items
+    assert hashing.score == 0 and re.search(reason, hashing.summary), hashing.summary
+    assert expansion.score == 5, expansion.summary

@@ -334,8 +334,10 @@ class IsolatedSession:
         """Send one request under the limits; on a death, record it and return None."""
         assert self._child is not None
         left = self.limits.property_seconds - self._used
+        limit = self.limits.property_seconds
+        out_of_time = f"timeout: the property's time limit of {limit:g} s ran out"
         if left <= 0:
-            self._die(f"the property's time limit of {self.limits.property_seconds:g} s ran out")
+            self._die(out_of_time)
             return None
         drops, self._drops = self._drops, []
         self._stamp += 1
@@ -346,10 +348,7 @@ class IsolatedSession:
         except ChildGone as e:
             reason = str(e)
             if reason.startswith("timeout") and left < self.limits.call_seconds:
-                reason = (
-                    f"timeout: the property's time limit of "
-                    f"{self.limits.property_seconds:g} s ran out"
-                )
+                reason = out_of_time
             self._death = reason
             return None
         finally:
