@@ -93,6 +93,8 @@ def _verify(
         now = baselines.verdicts_of(report)
         sys.stdout.write(baselines.render_differences(before, now))
         return EXIT_FAILED if baselines.any_broke(before, now) else EXIT_OK
+    if isolation is not None:
+        replay_options += " --isolate"
     sys.stdout.write(render(report, replay_options=replay_options))
     return EXIT_OK if report.ok else EXIT_FAILED
 
