@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -173,3 +174,13 @@ def test_a_zoo_entry_fails_the_same_way_isolated(ref: str, only: list[str]) -> N
     assert isolated.score < isolated.max_score
     assert any(f.reproducer is not None for r in isolated.items for f in r.failures)
     _same_reports(in_process, isolated)
+
+
+def test_an_adapter_that_crashes_its_import_is_a_load_error(tmp_path: Path) -> None:
+    crashing = tmp_path / "adapter.py"
+    crashing.write_text("import os\nos._exit(7)\n")
+    report = grade(str(crashing), RUBRIC, "ci", only=["EXP-4"], isolation=Limits())
+    assert report.load_error is not None and report.score == 0
+    assert "loading the adapter in the isolated child failed: exited with code 7" in (
+        report.load_error
+    )

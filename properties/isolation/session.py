@@ -123,7 +123,8 @@ class IsolatedSession:
         try:
             reply = self._child.request(message, self.limits.property_seconds)
         except ChildGone as e:
-            raise AdapterLoadError(self.adapter_ref, [f"the isolated child {e}"]) from None
+            problem = f"loading the adapter in the isolated child failed: {e}"
+            raise AdapterLoadError(self.adapter_ref, [problem]) from None
         if reply[0] == "load_error" and _strings(reply[1]):
             raise AdapterLoadError(self.adapter_ref, list(reply[1]))
         info = reply[1] if reply[0] == "ok" else None

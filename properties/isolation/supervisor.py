@@ -104,7 +104,7 @@ class Child:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 pass_fds=(theirs.fileno(),),
-                cwd=str(_ROOT),
+                cwd=os.getcwd(),  # a relative adapter path means what it means here
                 env=env,
                 start_new_session=True,
             )
