@@ -123,11 +123,12 @@ class IsolatedSession:
         try:
             reply = self._child.request(message, self.limits.property_seconds)
         except ChildGone as e:
-            problem = f"loading the adapter in the isolated child failed: {e}"
-            raise AdapterLoadError(self.adapter_ref, [problem]) from None
-        if reply[0] == "load_error" and _strings(reply[1]):
+            failed = f"loading the adapter in the isolated child failed: {e}"
+            raise AdapterLoadError(self.adapter_ref, [failed]) from None
+        well_formed = isinstance(reply, tuple) and len(reply) == 2
+        if well_formed and reply[0] == "load_error" and _strings(reply[1]):
             raise AdapterLoadError(self.adapter_ref, list(reply[1]))
-        info = reply[1] if reply[0] == "ok" else None
+        info = reply[1] if well_formed and reply[0] == "ok" else None
         problem = _info_problem(info)
         if problem:
             self._child.kill("broke the protocol")
