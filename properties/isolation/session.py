@@ -280,7 +280,8 @@ class IsolatedSession:
     def _remember(self, proxy: Proxy, reply: Any) -> None:
         """Keep the properties the child read right after this call, to serve the next
         read of each once — as long as nothing else is sent to the child meanwhile."""
-        snapshot = reply[2] if len(reply) == 3 and isinstance(reply[2], dict) else None
+        has_snapshot = isinstance(reply, tuple) and len(reply) == 3 and isinstance(reply[2], dict)
+        snapshot = reply[2] if has_snapshot else None
         proxy._fresh = None if snapshot is None else (self._stamp, snapshot)
 
     def drop(self, proxy: Proxy) -> None:
