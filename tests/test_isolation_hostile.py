@@ -48,6 +48,7 @@ BATTERY = {
     "lying_str": r"^HASH-2 — .*hashed equal: constant",
     "first_call_only": r"^HASH-1 — .*gave [0-9a-f]{64} then constant",
     "sleep_once": r"ImplementationDied: timeout: no answer within 2 s",
+    "forge_reply": r"ImplementationDied: broke the protocol: a frame may not name a class",
 }
 
 
@@ -73,6 +74,7 @@ def test_a_hostile_adapter_gains_nothing_and_the_grader_carries_on(
     assert expansion.status is ItemStatus.PASSED and expansion.score == 5, expansion.summary
     assert report.score == 5
     assert "isolation: child process (per call 2 s" in render(report, "text")
+    assert not (tmp_path / "pwned").exists()  # forge_reply's pickle never ran
 
 
 def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:
