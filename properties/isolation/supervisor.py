@@ -156,7 +156,11 @@ class Child:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                self.process.kill()
+                # behind a prefix (another uid) the prefix must relay the signal
+                try:
+                    self.process.kill()
+                except (ProcessLookupError, PermissionError):
+                    pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
