@@ -55,6 +55,8 @@ _TRACKED_ARRAYS = 64  # as properties.isolation.session.TRACKED_ARRAYS
 
 
 class _Child:
+    """The child's state: the adapter, the fallback, and the components it built."""
+
     def __init__(self) -> None:
         self.handles: dict[int, object] = {}
         #: handle -> the Protocol properties read after each call on it
@@ -71,9 +73,6 @@ class _Child:
             return self.handles[handle]
         except KeyError:
             raise wire.WireError(f"no component with handle {handle}") from None
-
-    def handle_of(self, value: object) -> int | None:
-        return None
 
     def answer(self, request: Any) -> tuple[Any, ...]:
         op, drops = request[0], request[1]
@@ -184,7 +183,8 @@ class _Child:
         except BaseException as e:  # noqa: BLE001 - every escape of the code under test
             return _raised(e)
         try:
-            return ("ok", wire.to_wire(value, handle_of=self.handle_of, on_array=number_array))
+            # a component is not a value: returning one "cannot cross" (handle_of=None)
+            return ("ok", wire.to_wire(value, on_array=number_array))
         except wire.WireError as e:
             return ("bad", str(e))
         except MemoryError as e:
