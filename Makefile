@@ -180,3 +180,8 @@ fuzz-ci: fuzz-setup
 .PHONY: fuzz-catch
 fuzz-catch: $(VENV)/.fuzz
 	$(RUN) benchmarks/fuzz_catch.py
+
+# --- isolation (docs/grading.md, "Isolation"): what running the adapter in a child costs ---
+.PHONY: bench-isolation
+bench-isolation: $(VENV)/.installed
+	$(RUN) benchmarks/isolation_overhead.py

@@ -14,6 +14,12 @@ from collections.abc import Sequence
 from properties import baseline as baselines
 from properties.catalog import registered_properties
 from properties.grading.cli import add_grade_command, run_grade
+from properties.isolation import IsolatedSession, Limits
+from properties.isolation.options import (
+    add_isolation_options,
+    limits_from,
+    show_submission_output,
+)
 from properties.loader import REFERENCE_REF, AdapterLoadError
 from properties.profiles import DEFAULT_PROFILE, PROFILES, SharedDatabaseError
 from properties.report import render
@@ -55,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run only these properties (or the properties of these clause ids)",
     )
     _add_vllm_and_baseline_options(run)
+    add_isolation_options(run, isolated_by_default=False)
     commands.add_parser("list", help="list the clauses and the properties that check them")
     add_grade_command(commands)
     return parser
@@ -67,10 +74,16 @@ def _verify(
     save_report: str | None = None,
     baseline: str | None = None,
     replay_options: str = "",
+    isolation: Limits | None = None,
 ) -> int:
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
-        report = verify(adapter, profile, only, progress=_progress)
+        if isolation is None:
+            report = verify(adapter, profile, only, progress=_progress)
+        else:
+            with IsolatedSession(adapter, isolation) as session:
+                report = verify(adapter, profile, only, progress=_progress, session=session)
+                show_submission_output(session.submission_output())
     except (
         AdapterLoadError,
         UnknownSelectionError,
@@ -85,6 +98,8 @@ def _verify(
         now = baselines.verdicts_of(report)
         sys.stdout.write(baselines.render_differences(before, now))
         return EXIT_FAILED if baselines.any_broke(before, now) else EXIT_OK
+    if isolation is not None:
+        replay_options += " --isolate"
     sys.stdout.write(render(report, replay_options=replay_options))
     return EXIT_OK if report.ok else EXIT_FAILED
 
@@ -130,7 +145,15 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         if adapter == REFERENCE_REF:
             adapter = _VLLM_ADAPTER
         replay = f" --vllm-src {os.path.abspath(tree)}"
-    return _verify(adapter, args.profile, args.only, args.save_report, args.baseline, replay)
+    return _verify(
+        adapter,
+        args.profile,
+        args.only,
+        args.save_report,
+        args.baseline,
+        replay,
+        limits_from(args),
+    )
 
 
 def _progress(index: int, total: int, name: str, result: PropertyResult | None) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hypothesis.errors import FlakyFailure
 
@@ -41,6 +42,9 @@ from properties.loader import (
 )
 from properties.profiles import DEFAULT_PROFILE, PROFILES, settings_for
 from spec.clauses import MIN_TRANSITION_HITS, Clause, load_clauses, load_transitions
+
+if TYPE_CHECKING:
+    from properties.isolation.session import IsolatedSession
 
 _CHECKOUT_ROOT = Path(__file__).resolve().parents[1]
 _REPRODUCE = re.compile(r"@reproduce_failure\(.*?\)")
@@ -355,13 +359,16 @@ def verify(
     transitions: Mapping[str, tuple[str, ...]] | None = None,
     progress: ProgressFn | None = None,
     seed: int | None = None,
+    session: IsolatedSession | None = None,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
 
     Raises :class:`~properties.loader.AdapterLoadError` for a malformed adapter (or
     fallback) and :class:`UnknownSelectionError` for an unknown ``only`` name.
-    ``seed``: see :func:`run_property`.
+    ``seed``: see :func:`run_property`. ``session``: run the adapter isolated in that
+    session's child process (:mod:`properties.isolation`; it must be for ``adapter_ref``):
+    the adapter is never imported here, and each property gets a live child.
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -371,15 +378,22 @@ def verify(
     pairs = plan(clauses, registry)
     if only:
         pairs = _select(pairs, only)
-    loaded = load_adapter(adapter_ref)
-    fallback = _fallback(loaded, fallback_ref)
-    parts = build_parts(loaded.adapter, fallback.adapter if fallback else None)
+    if session is None:
+        loaded = load_adapter(adapter_ref)
+        fallback = _fallback(loaded, fallback_ref)
+        parts = build_parts(loaded.adapter, fallback.adapter if fallback else None)
+    else:
+        loaded = session.loaded
+        fallback = load_adapter(fallback_ref) if fallback_ref is not None else None
+        parts = session.parts(fallback.adapter if fallback else None)
 
     to_run = list(dict.fromkeys(n for _, n in pairs if n is not None and n in registry))
     results: dict[str, PropertyResult] = {}
     for index, name in enumerate(to_run, 1):
         if progress:
             progress(index, len(to_run), name, None)
+        if session is not None:
+            session.begin_property(name)
         results[name] = _run_if_provided(
             registry[name], loaded, parts, profile, transitions, seed
         )

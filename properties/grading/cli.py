@@ -14,6 +14,11 @@ from pathlib import Path
 from properties.grading.formats import FORMATS, render
 from properties.grading.grade import GRADING_PROFILE, GradeReport, grade
 from properties.grading.rubric import RubricError, load_rubric
+from properties.isolation.options import (
+    add_isolation_options,
+    limits_from,
+    show_submission_output,
+)
 from properties.loader import REFERENCE_REF
 from properties.profiles import PROFILES
 
@@ -72,6 +77,7 @@ def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         help="skip building reproducer scripts (faster; counterexamples are still shown)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_isolation_options(parser, isolated_by_default=True)
 
 
 def run_grade(args: argparse.Namespace) -> int:
@@ -95,10 +101,12 @@ def run_grade(args: argparse.Namespace) -> int:
             hide_seed=args.hide_seed,
             reproducers=not args.no_reproducers,
             progress=progress,
+            isolation=limits_from(args),
         )
     except ValueError as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
+    show_submission_output(report.submission_output)
     _write(render(report, args.format), args.out)
     if args.out:
         progress(f"{args.format} report written to {args.out}")

@@ -42,6 +42,8 @@ from properties.grading.reproducer import (
     verify_script,
 )
 from properties.grading.rubric import DEFAULT_RUBRIC, Rubric, RubricItem
+from properties.isolation import IsolatedSession, Limits
+from properties.isolation.proxy import ImplementationDied
 from properties.loader import (
     REFERENCE_REF,
     AdapterLoadError,
@@ -65,6 +67,9 @@ GRADING_PROFILE = "grading"
 
 #: Stands for the seed in commands shown to students when the instructor hides it.
 SECRET_SEED = "SECRET"
+
+#: The report's isolation line when the implementation ran in the grader's process.
+IN_PROCESS = "none (in-process)"
 
 
 class ItemStatus(StrEnum):
@@ -126,6 +131,11 @@ class GradeReport:
     #: Set when the adapter could not be loaded (then every item is "not provided").
     load_error: str | None = None
     seconds: float = 0.0
+    #: How the implementation ran: in this process, or isolated (with its limits).
+    isolation: str = IN_PROCESS
+    #: What the isolated implementation wrote to stdout/stderr (never parsed; shown
+    #: apart from the report, see docs/grading.md "Isolation").
+    submission_output: str = ""
 
     @property
     def score(self) -> float:
@@ -163,24 +173,67 @@ def grade(
     reproducers: bool = True,
     progress: Progress | None = None,
     verify_reproducers: bool = True,
+    isolation: Limits | None = None,
 ) -> GradeReport:
     """Grade the adapter ``adapter_ref`` against ``rubric``.
 
     ``only``: grade only the items that contain these clause ids, property names or item
     names. ``hide_seed``: commands shown in the report say ``--seed SECRET`` instead of
     the seed. Raises ``ValueError`` for an unknown profile or ``only`` name; a malformed
-    adapter gives a report of zero points that says what is wrong.
+    adapter gives a report of zero points that says what is wrong. ``isolation``: run
+    the adapter in a child process under these limits (:mod:`properties.isolation`);
+    the adapter is then never imported by the grader.
     """
     started = time.perf_counter()
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     say = progress or (lambda _message: None)
     items = _selected(rubric, only)
-    _make_siblings_importable(adapter_ref)
+    session: IsolatedSession | None = None
     try:
-        loaded = load_adapter(adapter_ref)
+        if isolation is None:
+            _make_siblings_importable(adapter_ref)
+            loaded = load_adapter(adapter_ref)
+        else:
+            session = IsolatedSession(adapter_ref, isolation)
+            loaded = session.loaded
     except AdapterLoadError as e:
-        return _unloadable(adapter_ref, rubric, items, profile, seed, hide_seed, str(e), started)
+        unloadable = _unloadable(
+            adapter_ref, rubric, items, profile, seed, hide_seed, str(e), started
+        )
+        return replace(unloadable, isolation=_isolation_text(isolation))
+    try:
+        report = _graded(
+            adapter_ref, rubric, items, loaded, profile, seed, hide_seed, session,
+            reproducers, verify_reproducers, say, started,
+        )
+    finally:
+        if session is not None:
+            output = session.submission_output()
+            session.close()
+    if session is None:
+        return report
+    return replace(report, isolation=_isolation_text(isolation), submission_output=output)
+
+
+def _isolation_text(isolation: Limits | None) -> str:
+    return IN_PROCESS if isolation is None else isolation.describe()
+
+
+def _graded(
+    adapter_ref: str,
+    rubric: Rubric,
+    items: list[RubricItem],
+    loaded: LoadedAdapter,
+    profile: str,
+    seed: int | None,
+    hide_seed: bool,
+    session: IsolatedSession | None,
+    reproducers: bool,
+    verify_reproducers: bool,
+    say: Progress,
+    started: float,
+) -> GradeReport:
     declared = frozenset(loaded.adapter.not_attempted)
     warnings = [
         f"ADAPTER.not_attempted names {name!r}, which this rubric does not declare; ignored"
@@ -191,11 +244,18 @@ def grade(
     say(f"grading {adapter_ref} ({loaded.name}): {len(attempted)} of {len(items)} items, "
         f"{len(clauses)} clauses, profile {profile}, seed {'set' if seed is not None else 'none'}")
     report = (
-        verify(adapter_ref, profile, clauses, seed=seed, progress=_runner_progress(say))
+        verify(
+            adapter_ref,
+            profile,
+            clauses,
+            seed=seed,
+            progress=_runner_progress(say),
+            session=session,
+        )
         if clauses
         else None
     )
-    context = _Context(adapter_ref, loaded, rubric, profile, seed, hide_seed, report)
+    context = _Context(adapter_ref, loaded, rubric, profile, seed, hide_seed, report, session)
     details = _failure_details(context, reproducers, verify_reproducers, say)
     results = []
     for item in items:
@@ -275,6 +335,7 @@ class _Context:
     seed: int | None
     hide_seed: bool
     report: Report | None
+    session: IsolatedSession | None = None
 
     def command(self, property_name: str) -> str:
         parts = ["python -m properties grade", self.adapter_ref]
@@ -488,7 +549,13 @@ def _failure_details(
                 replay_command=context.command(name),
                 reproducer=None,
             )
-            if reproducers:
+            if _died(failure):
+                detail = replace(
+                    detail,
+                    reproducer_note="not built: the isolated implementation died or hit a "
+                    "limit (a script would only do the same)",
+                )
+            elif reproducers:
                 say(f"reproducer for {name} ({failure.clause or 'error'}) ...")
                 detail = _with_reproducer(context, detail, failure, index, verify_them)
             else:
@@ -513,7 +580,11 @@ def _with_reproducer(
     registry = registered_properties()
     spec = registry[detail.property_name]
     reference = load_adapter(REFERENCE_REF)
-    parts = build_parts(context.loaded.adapter, reference.adapter)
+    if context.session is None:
+        parts = build_parts(context.loaded.adapter, reference.adapter)
+    else:
+        parts = context.session.parts(reference.adapter)
+        context.session.begin_property(detail.property_name)
     recorded, log = recording_parts(parts)
     with with_reporter(lambda value: log.notes.append(str(value))):
         replayed = run_property(
@@ -552,6 +623,12 @@ def _with_reproducer(
     except Unrenderable as e:
         return without(f"a recorded value has no Python literal ({e})")
     return replace(detail, reproducer=reproducer)
+
+
+def _died(failure: Failure) -> bool:
+    return failure.verdict is Verdict.ERROR and f"raised {ImplementationDied.__name__}" in (
+        failure.message
+    )
 
 
 def _safe(name: str) -> str:

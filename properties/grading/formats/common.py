@@ -98,6 +98,7 @@ def header_lines(report: GradeReport) -> list[str]:
         f"adapter: {report.adapter_name} ({report.adapter_ref})",
         f"rubric: {report.rubric.title} ({report.rubric.source})",
         f"profile: {report.profile}; seed: {report.shown_seed}",
+        f"isolation: {report.isolation}",
     ]
     if report.provenance:
         lines.append("components (graded where the adapter provides them):")

@@ -23,6 +23,7 @@ def report_dict(report: GradeReport) -> dict[str, Any]:
         "profile": report.profile,
         "seed": None if report.seed is None or report.seed_hidden else report.seed,
         "seed_hidden": report.seed_hidden,
+        "isolation": report.isolation,
         "components": dict(report.provenance),
         "load_error": report.load_error,
         "score": report.score,

@@ -21,6 +21,7 @@ def render_markdown(report: GradeReport) -> str:
         f"- **adapter:** {_code(report.adapter_name)} ({_code(report.adapter_ref)})",
         f"- **rubric:** {_cell(report.rubric.title)} ({_code(report.rubric.source)})",
         f"- **profile:** {_code(report.profile)}; **seed:** {report.shown_seed}",
+        f"- **isolation:** {_cell(report.isolation)}",
         f"- **score:** {score_line(report)}",
     ]
     if report.provenance:

@@ -1,0 +1,344 @@
+"""The plain data that crosses the pipe between the grader and the isolated child.
+
+Only these values cross: ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes``,
+tuples, lists, dicts, sets, frozensets of them, and three tagged forms (a tuple whose
+first element is a tag string starting with NUL):
+
+- a numpy array: ``(ND, dtype.str, shape, layout, data bytes in C order, id)`` where the
+  layout is ``"C"``, ``"F"`` (Fortran order) or the byte strides of a strided view
+  (rebuilt as a view into a zeroed buffer): the receiver gets the same memory layout,
+  since hashing "content, not layout" is itself a clause (HASH-1), and ``id`` is None or
+  the number both sides know the array by (write-back, :mod:`.session`); a numpy scalar:
+  ``(NP, dtype.str, data bytes)`` — numeric dtypes only (no object arrays);
+- a dataclass of the spec (``PlaceholderRange``, ``RequestView``, ``StepOutput``, ...):
+  ``(DC, class name, field values in declaration order)``, rebuilt by the receiver
+  through the class's own constructor, so its validation runs again;
+- a component handle: ``(HANDLE, number)``; and a user tuple that happens to start with
+  a tag-like string: ``(ESCAPED, items)``.
+
+A frame is a 4-byte big-endian length and a pickle of such data. The receiver unpickles
+with :class:`PlainUnpickler`, which refuses every ``find_class`` (the only way a pickle
+constructs an object of a class other than the builtin containers and scalars), so the
+child can never make the grader build, import or call anything: what arrives is inert
+data, decoded by :func:`from_wire` with explicit whitelists.
+
+:func:`to_wire` is used on both sides. Subclasses of builtins (in the child: whatever
+the code under test returned) are reduced to their exact builtin type through
+the builtin's own slot (``int.__int__``, ``str.__str__``, ...), so an ``int`` whose
+``__eq__`` always says True arrives as a plain ``int``; any other object is a
+:class:`WireError` ("cannot cross the isolation boundary").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import pickle
+import socket
+import struct
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from spec import components as _components
+from spec import types as _types
+
+ND = "\x00nd"
+NP = "\x00np"
+DC = "\x00dc"
+HANDLE = "\x00h"
+ESCAPED = "\x00tuple"
+
+#: numpy dtype kinds that may cross: bool, signed/unsigned ints, floats, complex.
+NUMERIC_KINDS = frozenset("biufc")
+
+#: The largest frame either side accepts (a reply beyond it is a broken child).
+MAX_FRAME = 512 * 1024 * 1024
+
+_HEADER = struct.Struct(">I")
+
+
+class WireError(Exception):
+    """A value cannot be sent, or a received frame is not valid plain data."""
+
+
+def _spec_dataclasses() -> dict[str, type]:
+    found: dict[str, type] = {}
+    for module in (_types, _components):
+        for name, value in vars(module).items():
+            if isinstance(value, type) and dataclasses.is_dataclass(value):
+                if value.__module__ == module.__name__:
+                    found[name] = value
+    return found
+
+
+#: Every dataclass that spec/types.py and spec/components.py define, by name.
+SPEC_DATACLASSES: dict[str, type] = _spec_dataclasses()
+_DATACLASS_NAMES: dict[type, str] = {cls: name for name, cls in SPEC_DATACLASSES.items()}
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in SPEC_DATACLASSES.values()
+}
+
+_SCALARS = (type(None), bool, int, float, str, bytes)
+
+
+# --- encoding ----------------------------------------------------------------------------
+
+
+def to_wire(
+    value: object,
+    *,
+    handle_of: Callable[[object], int | None] | None = None,
+    on_array: Callable[[np.ndarray[Any, Any]], int] | None = None,
+) -> Any:
+    """``value`` as plain data (see the module docstring). ``handle_of`` maps a
+    component object to its handle number (None: not a component); ``on_array`` gives
+    an array the number the other side will know it by (see :mod:`.session`, write-back)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is tuple or kind is list:
+        items: Any = value
+        if all(type(x) in _SCALARS for x in items):
+            if kind is tuple and items and type(items[0]) is str and items[0][:1] == "\x00":
+                return (ESCAPED, items)
+            return value
+    return _encode(value, handle_of, on_array)
+
+
+def _encode(
+    value: Any,
+    handle_of: Callable[[object], int | None] | None,
+    on_array: Callable[[np.ndarray[Any, Any]], int] | None,
+) -> Any:
+    def again(item: object) -> Any:
+        return to_wire(item, handle_of=handle_of, on_array=on_array)
+
+    if handle_of is not None:
+        handle = handle_of(value)
+        if handle is not None:
+            return (HANDLE, handle)
+    if isinstance(value, np.ndarray):
+        array = np.asarray(value)
+        if array.dtype.kind not in NUMERIC_KINDS:
+            raise WireError(f"an array of dtype {array.dtype} cannot cross (numeric only)")
+        shape = tuple(int(n) for n in array.shape)
+        ident = on_array(array) if on_array is not None else None
+        return (ND, array.dtype.str, shape, _layout(array), array.tobytes(), ident)
+    if isinstance(value, np.generic):
+        scalar = np.asarray(value)
+        if scalar.dtype.kind not in NUMERIC_KINDS:
+            raise WireError(f"a numpy scalar of dtype {scalar.dtype} cannot cross")
+        return (NP, scalar.dtype.str, scalar.tobytes())
+    base = _spec_base(type(value))
+    if base is not None:
+        return (DC, _DATACLASS_NAMES[base], tuple(again(getattr(value, f)) for f in _FIELDS[base]))
+    # Subclasses of builtins: reduced through the builtin's own slot, never the
+    # subclass's overrides (a lying __eq__ or __hash__ does not survive the crossing).
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bytes):
+        return bytes.__bytes__(value)
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, tuple):
+        items = tuple(again(x) for x in tuple.__iter__(value))
+        if items and type(items[0]) is str and items[0][:1] == "\x00":
+            return (ESCAPED, items)
+        return items
+    if isinstance(value, list):
+        return [again(x) for x in list.__iter__(value)]
+    if isinstance(value, OrderedDict):
+        return {again(k): again(v) for k, v in OrderedDict.items(value)}
+    if isinstance(value, dict):
+        return {again(k): again(v) for k, v in dict.items(value)}
+    if isinstance(value, frozenset):
+        return frozenset(again(x) for x in frozenset.__iter__(value))
+    if isinstance(value, set):
+        return {again(x) for x in set.__iter__(value)}
+    if isinstance(value, Mapping):
+        return {again(k): again(v) for k, v in value.items()}
+    raise WireError(
+        f"a {type(value).__module__}.{type(value).__qualname__} cannot cross the isolation "
+        "boundary (plain data, numpy arrays and the spec's dataclasses only)"
+    )
+
+
+def _layout(array: np.ndarray[Any, Any]) -> str | tuple[int, ...]:
+    if array.flags.c_contiguous or array.size == 0:
+        return "C"
+    if array.flags.f_contiguous:
+        return "F"
+    if all(s >= 0 for s in array.strides):
+        return tuple(int(s) for s in array.strides)
+    return "C"  # negative strides: sent as a C-order copy
+
+
+def _relaid(array: np.ndarray[Any, Any], layout: object) -> np.ndarray[Any, Any]:
+    """``array`` (C order) in ``layout``."""
+    if layout == "C":
+        return array
+    if layout == "F":
+        return np.asfortranarray(array)
+    shape = array.shape
+    if (
+        type(layout) is not tuple
+        or len(layout) != len(shape)
+        or not all(type(s) is int and s >= 0 for s in layout)
+    ):
+        raise WireError(f"bad array layout {layout!r}")
+    span = sum((n - 1) * s for n, s in zip(shape, layout, strict=True)) + array.itemsize
+    if span > MAX_FRAME:
+        raise WireError(f"an array layout spanning {span} bytes")
+    try:
+        out: np.ndarray[Any, Any] = np.ndarray(
+            shape, dtype=array.dtype, buffer=bytearray(span), strides=layout
+        )
+    except (TypeError, ValueError) as e:
+        raise WireError(f"bad array layout {layout!r}: {e}") from e
+    out[...] = array
+    return out
+
+
+def _spec_base(kind: type) -> type | None:
+    for klass in kind.__mro__:
+        if klass in _DATACLASS_NAMES:
+            return klass
+    return None
+
+
+# --- decoding ----------------------------------------------------------------------------
+
+
+def from_wire(
+    data: Any,
+    resolve_handle: Callable[[int], object] | None = None,
+    on_array: Callable[[int, np.ndarray[Any, Any]], None] | None = None,
+) -> Any:
+    """Rebuild a value from plain data; raises :class:`WireError` for anything that is
+    not what :func:`to_wire` makes (an unknown tag or dataclass, a non-numeric dtype,
+    a size that does not match the shape)."""
+    kind = type(data)
+    if kind in _SCALARS:
+        return data
+    if kind is tuple:
+        if data and type(data[0]) is str and data[0][:1] == "\x00":
+            return _tagged(data, resolve_handle, on_array)
+        if all(type(x) in _SCALARS for x in data):
+            return data
+        return tuple(from_wire(x, resolve_handle, on_array) for x in data)
+    if kind is list:
+        if all(type(x) in _SCALARS for x in data):
+            return data
+        return [from_wire(x, resolve_handle, on_array) for x in data]
+    if kind is dict:
+        return {
+            from_wire(k, resolve_handle, on_array): from_wire(v, resolve_handle, on_array)
+            for k, v in data.items()
+        }
+    if kind is frozenset:
+        return frozenset(from_wire(x, resolve_handle, on_array) for x in data)
+    if kind is set:
+        return {from_wire(x, resolve_handle, on_array) for x in data}
+    raise WireError(f"unexpected {kind.__name__} in a frame")
+
+
+def _tagged(
+    data: tuple[Any, ...],
+    resolve_handle: Callable[[int], object] | None,
+    on_array: Callable[[int, np.ndarray[Any, Any]], None] | None,
+) -> Any:
+    tag = data[0]
+    if tag == ESCAPED and len(data) == 2 and type(data[1]) is tuple:
+        return tuple(from_wire(x, resolve_handle, on_array) for x in data[1])
+    if tag == ND and len(data) == 6:
+        _tag, dtype_str, shape, layout, raw, ident = data
+        dtype = _numeric_dtype(dtype_str)
+        if type(shape) is not tuple or not all(type(n) is int and n >= 0 for n in shape):
+            raise WireError(f"bad array shape {shape!r}")
+        if type(raw) is not bytes or len(raw) != int(np.prod(shape)) * dtype.itemsize:
+            raise WireError(f"array data does not match shape {shape} of {dtype}")
+        array = _relaid(np.frombuffer(raw, dtype=dtype).reshape(shape).copy(), layout)
+        if on_array is not None and type(ident) is int:
+            on_array(ident, array)
+        return array
+    if tag == NP and len(data) == 3:
+        dtype = _numeric_dtype(data[1])
+        if type(data[2]) is not bytes or len(data[2]) != dtype.itemsize:
+            raise WireError("numpy scalar data does not match its dtype")
+        return np.frombuffer(data[2], dtype=dtype)[0]
+    if tag == DC and len(data) == 3:
+        cls = SPEC_DATACLASSES.get(data[1]) if type(data[1]) is str else None
+        if cls is None or type(data[2]) is not tuple or len(data[2]) != len(_FIELDS[cls]):
+            raise WireError(f"not a dataclass of the spec: {data[1]!r}")
+        return cls(*(from_wire(x, resolve_handle, on_array) for x in data[2]))
+    if tag == HANDLE and len(data) == 2 and type(data[1]) is int and resolve_handle:
+        return resolve_handle(data[1])
+    raise WireError(f"unknown tagged value {tag!r}")
+
+
+def _numeric_dtype(dtype_str: object) -> np.dtype[Any]:
+    if type(dtype_str) is not str or len(dtype_str) > 8:
+        raise WireError(f"bad dtype {dtype_str!r}")
+    try:
+        dtype = np.dtype(dtype_str)
+    except TypeError as e:
+        raise WireError(f"bad dtype {dtype_str!r}") from e
+    if dtype.kind not in NUMERIC_KINDS or dtype.hasobject:
+        raise WireError(f"dtype {dtype} may not cross (numeric only)")
+    return dtype
+
+
+# --- framing -----------------------------------------------------------------------------
+
+
+class PlainUnpickler(pickle.Unpickler):
+    """Unpickles builtin scalars and containers only: every class lookup is refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise WireError(f"a frame may not name a class ({module}.{name})")
+
+
+def send(sock: socket.socket, message: object) -> None:
+    """Write one frame."""
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def decode_frame(payload: bytes) -> Any:
+    """Unpickle one frame's payload with :class:`PlainUnpickler`."""
+    try:
+        return PlainUnpickler(io.BytesIO(payload)).load()
+    except WireError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any malformed pickle is a wire error
+        raise WireError(f"malformed frame: {type(e).__name__}: {e}") from e
+
+
+def recv_exact(sock: socket.socket, size: int) -> bytes:
+    """Read exactly ``size`` bytes (blocking); ``EOFError`` when the peer is gone."""
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the other end closed the pipe")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def frame_size(header: bytes) -> int:
+    (size,) = _HEADER.unpack(header)
+    if size > MAX_FRAME:
+        raise WireError(f"a frame of {size} bytes exceeds the limit of {MAX_FRAME}")
+    return int(size)
+
+
+HEADER_SIZE = _HEADER.size

@@ -1,0 +1,170 @@
+"""The hostile battery: adapters that attack the grader instead of implementing the spec
+(tests/fixtures/hostile/), graded through the isolated path. Each must gain no point it
+did not earn, with the reason named, and leave the grader running: the item its hasher
+is graded on scores 0, the item it leaves alone (the reference's processor) keeps its
+real verdict, from a fresh child.
+
+Small limits and a two-item rubric keep the battery to a few seconds per adapter.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import hypothesis
+import numpy as np
+import pytest
+from hypothesis import given
+
+import properties.framework
+import properties.hashing
+import properties.runner
+from properties.grading.formats import render
+from properties.grading.grade import GradeReport, ItemStatus, grade
+from properties.grading.rubric import load_rubric
+from properties.isolation import IsolatedSession, Limits
+from tests.conftest import FIXTURES, ROOT
+
+HOSTILE = FIXTURES / "hostile"
+RUBRIC = load_rubric(str(HOSTILE / "rubric.toml"))
+LIMITS = Limits(call_seconds=2, property_seconds=20, memory_bytes=768 * 1024**2, cpu_seconds=60)
+
+#: adapter -> what the "hashing" item's reason must say.
+BATTERY = {
+    "infinite_loop": r"ImplementationDied: timeout: no answer within 2 s",
+    "memory_hog": r"ImplementationDied: out of memory \(limit 768 MiB\)",
+    "segfault": r"ImplementationDied: crashed with signal 11 \(SIGSEGV\)",
+    "os_exit": r"ImplementationDied: exited with code 0",
+    "sys_exit": r"raised SystemExit: 0 \(at tests/fixtures/hostile/sys_exit\.py",
+    "keyboard_interrupt": r"raised KeyboardInterrupt: ",
+    "base_exception": r"raised Escape: not an Exception",
+    "monkeypatch_grader": r"^HASH-2 — .*hashed equal: same-hash-for-everything",
+    "fake_report": r"^HASH-2 — .*hashed equal: same-hash-for-everything",
+    "lying_eq": r"BadReturnValue: a \S+\.Anything cannot cross the isolation boundary",
+    "lying_str": r"^HASH-2 — .*hashed equal: constant",
+    "first_call_only": r"^HASH-1 — .*gave [0-9a-f]{64} then constant",
+    "sleep_once": r"ImplementationDied: timeout: no answer within 2 s",
+    "forge_reply": r"ImplementationDied: broke the protocol: a frame may not name a class",
+}
+
+
+def _graded(name: str) -> GradeReport:
+    return grade(
+        str(HOSTILE / f"{name}.py"), RUBRIC, "ci", isolation=LIMITS, reproducers=False
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BATTERY))
+def test_a_hostile_adapter_gains_nothing_and_the_grader_carries_on(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MMSPEC_HOSTILE_MARKER", str(tmp_path))
+    report = _graded(name)
+    assert report.load_error is None
+    hashing, expansion = (r for r in report.items)
+    assert (hashing.item.name, expansion.item.name) == ("hashing", "expansion")
+    assert hashing.status is ItemStatus.FAILED and hashing.score == 0, hashing.summary
+    assert hashing.failures, "a failed item shows its failure"
+    assert re.search(BATTERY[name], hashing.summary), hashing.summary
+    # What it does not attack keeps its real verdict, from a live (or fresh) child.
+    assert expansion.status is ItemStatus.PASSED and expansion.score == 5, expansion.summary
+    assert report.score == 5
+    assert "isolation: child process (per call 2 s" in render(report, "text")
+    assert not (tmp_path / "pwned").exists()  # forge_reply's pickle never ran
+
+
+def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:
+    originals = (
+        properties.framework.check,
+        properties.hashing.check,
+        properties.framework.ClauseViolation,
+        properties.runner.run_property,
+        given,
+    )
+    _graded("monkeypatch_grader")
+    now = (
+        properties.framework.check,
+        properties.hashing.check,
+        properties.framework.ClauseViolation,
+        properties.runner.run_property,
+        hypothesis.given,
+    )
+    assert now == originals
+
+
+def test_a_fake_report_stays_in_the_submission_output(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "properties", "grade", str(HOSTILE / "fake_report.py"),
+            "--rubric", str(HOSTILE / "rubric.toml"), "--profile", "ci", "--format", "json",
+            "--no-reproducers", "--quiet", "--call-timeout", "2",
+            # a command prefix (here a harmless one) runs the child behind it
+            "--child-prefix", "env MMSPEC_PREFIXED=1",
+        ],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)  # stdout is the report alone: it parses
+    assert (report["score"], report["max_score"]) == (5, 10)
+    assert "env MMSPEC_PREFIXED=1" in report["isolation"]
+    assert "mmspec grade: 100/100" not in done.stdout
+    assert "submission output" in done.stderr and "mmspec grade: 100/100" in done.stderr
+
+
+def test_inputs_mutated_after_returning_do_not_reach_the_grader(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # mutate_inputs hashes correctly but scribbles over what it was given, later: the
+    # grader's values are copies decoded from bytes, so nothing of ours changes.
+    with IsolatedSession(str(HOSTILE / "mutate_inputs.py"), LIMITS) as session:
+        session.begin_property("probe")
+        hasher = session.loaded.adapter.hasher
+        assert hasher is not None
+        product = hasher()
+        array = np.arange(6, dtype=np.int32).reshape(2, 3)
+        value = [b"abc", array, {"k": [1, 2]}]
+        options = {"size": [4, 5]}
+        first = product.hash_item(value, options)
+        second = product.hash_item(value, options)  # the child now scribbles on call 1's
+        third = product.hash_item(value, options)
+        assert first == second == third
+        assert value[0] == b"abc" and value[2] == {"k": [1, 2]} and options == {"size": [4, 5]}
+        assert np.array_equal(array, np.arange(6, dtype=np.int32).reshape(2, 3))
+    # and graded, it earns exactly what it earns: both items, as it hashes correctly
+    report = _graded("mutate_inputs")
+    assert report.score == report.max_score == 10
+
+
+@pytest.mark.parametrize(
+    ("name", "limits", "reason"),
+    [
+        # the CPU-time limit (RLIMIT_CPU) stops a loop the wall clock would allow
+        (
+            "infinite_loop",
+            Limits(call_seconds=60, property_seconds=60, cpu_seconds=2),
+            r"CPU time limit of 2 s exceeded \(SIGXCPU\)",
+        ),
+        # the per-property limit stops calls that are each fast enough
+        (
+            "slow_calls",
+            Limits(call_seconds=2, property_seconds=1.5),
+            r"timeout: the property's time limit of 1.5 s ran out",
+        ),
+    ],
+)
+def test_the_cpu_and_per_property_limits(name: str, limits: Limits, reason: str) -> None:
+    report = grade(
+        str(HOSTILE / f"{name}.py"), RUBRIC, "ci", isolation=limits, reproducers=False
+    )
+    hashing, expansion = report.items
+    assert hashing.score == 0 and re.search(reason, hashing.summary), hashing.summary
+    assert expansion.score == 5, expansion.summary
