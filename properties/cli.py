@@ -13,6 +13,13 @@ from collections.abc import Sequence
 
 from properties import baseline as baselines
 from properties.catalog import registered_properties
+from properties.exhaustive.check import (
+    COVERED,
+    SCOPES,
+    Exhaustive,
+    add_exhaustive_option,
+    print_summaries,
+)
 from properties.grading.cli import add_grade_command, run_grade
 from properties.loader import REFERENCE_REF, AdapterLoadError
 from properties.profiles import DEFAULT_PROFILE, PROFILES
@@ -55,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         help="run only these properties (or the properties of these clause ids)",
     )
     _add_vllm_and_baseline_options(run)
+    add_exhaustive_option(run)
     commands.add_parser("list", help="list the clauses and the properties that check them")
     add_grade_command(commands)
     return parser
@@ -114,6 +122,8 @@ def _add_vllm_and_baseline_options(run: argparse.ArgumentParser) -> None:
 
 def _verify_vllm_aware(args: argparse.Namespace) -> int:
     adapter: str = args.adapter
+    if args.exhaustive:
+        return _verify_exhaustive(args)
     replay = ""
     if args.vllm or args.vllm_src:
         try:
@@ -126,6 +136,22 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
             adapter = _VLLM_ADAPTER
         replay = f" --vllm-src {os.path.abspath(tree)}"
     return _verify(adapter, args.profile, args.only, args.save_report, args.baseline, replay)
+
+
+def _verify_exhaustive(args: argparse.Namespace) -> int:
+    """``verify --exhaustive``: the state machines by exhaustive search (docs/exhaustive.md)."""
+    exhaustive = Exhaustive(SCOPES[args.exhaustive], clone=args.clone)
+    only = args.only or list(COVERED)
+    try:
+        report = verify(
+            args.adapter, args.profile, only, progress=_progress, transform=exhaustive.transform
+        )
+    except (AdapterLoadError, UnknownSelectionError) as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    print_summaries(exhaustive)
+    sys.stdout.write(render(report, replay_options=f" --exhaustive {args.exhaustive}"))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _progress(index: int, total: int, name: str, result: PropertyResult | None) -> None:

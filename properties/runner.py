@@ -31,7 +31,7 @@ from pathlib import Path
 from hypothesis.errors import FlakyFailure
 
 from properties.catalog import registered_properties
-from properties.framework import ClauseViolation, Parts, PropertySpec
+from properties.framework import ClauseViolation, Parts, PropertySpec, Runnable
 from properties.loader import (
     NOT_PROVIDED,
     REFERENCE_REF,
@@ -144,6 +144,11 @@ class UnknownSelectionError(ValueError):
 
 ProgressFn = Callable[[int, int, str, "PropertyResult | None"], None]
 
+#: Replaces a built property's way of running (the exhaustive checker runs the state
+#: machines by breadth-first search instead of Hypothesis); it returns the runnable to
+#: use, the one given when it does not apply.
+RunnableTransform = Callable[[PropertySpec, Runnable], Runnable]
+
 
 # --- running one property ----------------------------------------------------------------
 
@@ -157,6 +162,7 @@ def run_property(
     transitions: Mapping[str, tuple[str, ...]] | None = None,
     seed: int | None = None,
     replay: tuple[str, bytes] | None = None,
+    transform: RunnableTransform | None = None,
 ) -> PropertyResult:
     """Run ``spec`` on ``parts`` under ``profile`` and classify the outcome.
 
@@ -164,6 +170,7 @@ def run_property(
     ``seed``: run under :func:`property_seed` of it instead of the profile's own
     derandomized seed (a different, equally repeatable run). ``replay``: the
     ``(version, blob)`` of a ``@reproduce_failure``: run just that one test case.
+    ``transform``: see :data:`RunnableTransform`.
     """
     declared_by_machine = load_transitions() if transitions is None else transitions
     settings = settings_for(profile, adapter_id)
@@ -189,6 +196,8 @@ def run_property(
 
     try:
         runnable = spec.build(parts)
+        if transform is not None:
+            runnable = transform(spec, runnable)
     except Exception as e:  # noqa: BLE001 - a property that cannot be built is an error
         failure = Failure(
             Verdict.ERROR,
@@ -355,13 +364,14 @@ def verify(
     transitions: Mapping[str, tuple[str, ...]] | None = None,
     progress: ProgressFn | None = None,
     seed: int | None = None,
+    transform: RunnableTransform | None = None,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
 
     Raises :class:`~properties.loader.AdapterLoadError` for a malformed adapter (or
     fallback) and :class:`UnknownSelectionError` for an unknown ``only`` name.
-    ``seed``: see :func:`run_property`.
+    ``seed``, ``transform``: see :func:`run_property`.
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -381,7 +391,7 @@ def verify(
         if progress:
             progress(index, len(to_run), name, None)
         results[name] = _run_if_provided(
-            registry[name], loaded, parts, profile, transitions, seed
+            registry[name], loaded, parts, profile, transitions, seed, transform
         )
         if progress:
             progress(index, len(to_run), name, results[name])
@@ -430,6 +440,7 @@ def _run_if_provided(
     profile: str,
     transitions: Mapping[str, tuple[str, ...]] | None,
     seed: int | None = None,
+    transform: RunnableTransform | None = None,
 ) -> PropertyResult:
     absent = [c for c in spec.subject if not loaded.provides(c)]
     if spec.subject_any and len(absent) < len(spec.subject):
@@ -451,7 +462,8 @@ def _run_if_provided(
             detail=f"no implementation provides {', '.join(nobody)}",
         )
     return run_property(
-        spec, parts, profile, loaded.identity, transitions=transitions, seed=seed
+        spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
+        transform=transform,
     )
 
 

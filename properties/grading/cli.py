@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from properties.exhaustive.check import SCOPES, Exhaustive, add_exhaustive_option
 from properties.grading.formats import FORMATS, render
 from properties.grading.grade import GRADING_PROFILE, GradeReport, grade
 from properties.grading.rubric import RubricError, load_rubric
@@ -72,6 +73,7 @@ def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         help="skip building reproducer scripts (faster; counterexamples are still shown)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_exhaustive_option(parser)
 
 
 def run_grade(args: argparse.Namespace) -> int:
@@ -95,6 +97,9 @@ def run_grade(args: argparse.Namespace) -> int:
             hide_seed=args.hide_seed,
             reproducers=not args.no_reproducers,
             progress=progress,
+            exhaustive=(
+                Exhaustive(SCOPES[args.exhaustive], clone=args.clone) if args.exhaustive else None
+            ),
         )
     except ValueError as e:
         print(str(e), file=sys.stderr)

@@ -31,6 +31,7 @@ from pathlib import Path
 from hypothesis.reporting import with_reporter
 
 from properties.catalog import registered_properties
+from properties.exhaustive.check import Exhaustive
 from properties.grading.counterexample import narration, numbered, parse_blob
 from properties.grading.recording import recording_parts
 from properties.grading.reproducer import (
@@ -163,13 +164,16 @@ def grade(
     reproducers: bool = True,
     progress: Progress | None = None,
     verify_reproducers: bool = True,
+    exhaustive: Exhaustive | None = None,
 ) -> GradeReport:
     """Grade the adapter ``adapter_ref`` against ``rubric``.
 
     ``only``: grade only the items that contain these clause ids, property names or item
     names. ``hide_seed``: commands shown in the report say ``--seed SECRET`` instead of
     the seed. Raises ``ValueError`` for an unknown profile or ``only`` name; a malformed
-    adapter gives a report of zero points that says what is wrong.
+    adapter gives a report of zero points that says what is wrong. ``exhaustive``: the
+    deterministic grading mode, the state machines' clauses (ECM, SYS) judged by
+    exhaustive search within its scopes instead of Hypothesis (docs/exhaustive.md).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -191,7 +195,14 @@ def grade(
     say(f"grading {adapter_ref} ({loaded.name}): {len(attempted)} of {len(items)} items, "
         f"{len(clauses)} clauses, profile {profile}, seed {'set' if seed is not None else 'none'}")
     report = (
-        verify(adapter_ref, profile, clauses, seed=seed, progress=_runner_progress(say))
+        verify(
+            adapter_ref,
+            profile,
+            clauses,
+            seed=seed,
+            progress=_runner_progress(say),
+            transform=exhaustive.transform if exhaustive is not None else None,
+        )
         if clauses
         else None
     )
