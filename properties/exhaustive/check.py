@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from hypothesis import settings as Settings
 
 from properties.exhaustive.ecm import EcmScope, EcmSpace
-from properties.exhaustive.engine import CONFIGS, EngineScope, EngineSpace
+from properties.exhaustive.engine import EngineScope, EngineSpace
 from properties.exhaustive.search import CloneMode, SearchResult, Violation, explore
 from properties.framework import ClauseViolation, PropertySpec, Runnable
 
@@ -40,8 +40,8 @@ SCOPES = {
     "default": Scopes("default"),
     "bounded": Scopes(
         "bounded",
-        EcmScope(capacities=(2, 3), sizes=(1, 2), depth=5),
-        EngineScope(configs=CONFIGS[:2] + CONFIGS[3:4], depth=4),
+        EcmScope(capacities=(2, 3), sizes=(1, 2), depth=4),
+        EngineScope(depth=3),
     ),
 }
 

@@ -50,7 +50,7 @@ class EcmScope:
     sizes: tuple[int, ...] = (1, 2, 3)
     #: the requests' items, by image label, in order
     requests: tuple[tuple[str, ...], ...] = (("A", "B", "A"), ("B",), ("C",))
-    depth: int = 8
+    depth: int = 6
 
     def scenarios(self) -> list[Scenario]:
         used = sorted({label for items in self.requests for label in items})

@@ -81,7 +81,7 @@ class EngineScope:
     configs: tuple[EngineConfig, ...] = CONFIGS
     prompts: tuple[PromptSpec, ...] = PROMPTS
     max_requests: int = 3
-    depth: int = 6
+    depth: int = 5
 
     def describe(self) -> str:
         configs = "; ".join(_config(c) for c in self.configs)
