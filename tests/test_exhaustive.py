@@ -17,6 +17,8 @@ from properties.exhaustive.ecm import EcmScope, EcmSpace
 from properties.exhaustive.engine import CONFIGS, EngineScope
 from properties.exhaustive.search import SearchResult, explore
 from properties.framework import ClauseViolation
+from properties.grading.grade import ItemStatus, grade
+from properties.grading.rubric import load_rubric
 from properties.loader import build_parts, load_adapter
 from properties.runner import Verdict, verify
 from properties.zoo import discover
@@ -197,3 +199,29 @@ def test_spec_names_the_exhaustive_checker_and_states_the_scopes() -> None:
     assert f"up to {EngineScope().depth} operations" in engine
     assert f"up to {SCOPES['bounded'].engine.depth} operations" in engine
     assert f"Up to {EngineScope().max_requests} requests" in engine
+
+
+def test_grading_mode_judges_the_machine_clauses_by_the_search() -> None:
+    """``grade --exhaustive``: the item of the broken clause fails with the shortest path
+    as its steps, the same on every run; the reference passes those items."""
+    rubric = load_rubric()
+    entry = "adapters/zoo/ecm_evicts_referenced.py"
+    reports = [
+        grade(entry, rubric, "ci", only=["ECM-5"], exhaustive=Exhaustive(ECM_SMALL))
+        for _ in range(2)
+    ]
+    (home,) = [r for r in reports[0].items if "ECM-5" in r.item.clauses]
+    assert home.status is ItemStatus.FAILED
+    failure = next(f for f in home.failures if f.clause == "ECM-5")
+    numbered = [s for s in failure.steps if re.match(r"\d+\. ", s)]
+    assert numbered[0].startswith("1. ") and len(numbered) >= 2
+    assert "--exhaustive test" in failure.replay_command
+    assert "exhaustive search" in failure.reproducer_note
+    again = next(
+        f for r in reports[1].items for f in r.failures if f.clause == "ECM-5"
+    )
+    assert again.steps == failure.steps
+    reference = grade("reference", rubric, "ci", only=["ECM-5"], exhaustive=Exhaustive(ECM_SMALL))
+    assert all(r.status is ItemStatus.PASSED for r in reference.items if r.properties), [
+        (r.item.number, r.status, r.summary) for r in reference.items
+    ]

@@ -206,7 +206,16 @@ def grade(
         if clauses
         else None
     )
-    context = _Context(adapter_ref, loaded, rubric, profile, seed, hide_seed, report)
+    context = _Context(
+        adapter_ref,
+        loaded,
+        rubric,
+        profile,
+        seed,
+        hide_seed,
+        report,
+        exhaustive.scopes.name if exhaustive is not None else None,
+    )
     details = _failure_details(context, reproducers, verify_reproducers, say)
     results = []
     for item in items:
@@ -286,6 +295,8 @@ class _Context:
     seed: int | None
     hide_seed: bool
     report: Report | None
+    #: the exhaustive scope's name in the deterministic grading mode
+    exhaustive: str | None = None
 
     def command(self, property_name: str) -> str:
         parts = ["python -m properties grade", self.adapter_ref]
@@ -295,6 +306,8 @@ class _Context:
             parts.append(f"--seed {SECRET_SEED if self.hide_seed else self.seed}")
         if Path(self.rubric.source).resolve() != DEFAULT_RUBRIC:
             parts.append(f"--rubric {self.rubric.source}")
+        if self.exhaustive is not None:
+            parts.append(f"--exhaustive {self.exhaustive}")
         parts.append(f"--only {property_name}")
         return " ".join(parts)
 
@@ -518,6 +531,8 @@ def _with_reproducer(
     def without(note: str) -> FailureDetail:
         return replace(detail, reproducer_note=note)
 
+    if context.exhaustive is not None:
+        return without("found by exhaustive search: the numbered path above is the reproducer")
     blob = parse_blob(failure.reproduce)
     if blob is None:
         return without("Hypothesis gave no replay blob for this failure")
