@@ -79,7 +79,7 @@ class EcmScope:
 
 def _span(values: Sequence[int]) -> str:
     ordered = sorted(values)
-    if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 2:
+    if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 1:
         return f"{ordered[0]}..{ordered[-1]}"
     return ", ".join(map(str, ordered))
 
