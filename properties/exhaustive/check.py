@@ -1,8 +1,8 @@
 """Run the exhaustive search in place of Hypothesis for the machines it covers.
 
-:func:`exhaustive_runs` turns a machine property's :class:`Runnable` (built as usual
-from the adapter's parts) into one whose ``run`` is the breadth-first search over the
-machine's scope. The runner treats it like any property: a violation is a ``FAIL`` of
+:meth:`Exhaustive.transform` (the runner's ``transform`` hook) turns a machine
+property's :class:`Runnable` (built as usual from the adapter's parts) into one whose
+``run`` is the breadth-first search over the machine's scope. The runner treats it like any property: a violation is a ``FAIL`` of
 its clause (its counterexample the shortest path, as numbered steps), any other
 exception an ``ERROR``, and the machine's transitions are counted over every explored
 operation (``VACUOUS`` if the scope misses one). ``examples`` is the number of
@@ -50,6 +50,7 @@ COVERED = ("EncoderCacheMachine", "EngineMachine")
 
 
 def describe(scopes: Scopes, name: str) -> str:
+    """The scope of machine ``name``, in words."""
     if name == "EncoderCacheMachine":
         return scopes.ecm.describe()
     return scopes.engine.describe()
