@@ -168,7 +168,8 @@ def test_a_violation_prints_its_shortest_path_as_numbered_steps() -> None:
 
 
 def test_every_other_zoo_entry_is_listed_out_of_scope_with_a_reason() -> None:
-    text = (ROOT / "docs" / "exhaustive.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "exhaustive.md").read_text(encoding="utf-8")
+    text = docs.split("## Zoo entries outside the scopes", 1)[1]
     outside = dict(re.findall(r"^\| `(\w+)` \| [^|]+ \| (.+?) \|$", text, re.MULTILINE))
     names = {entry.short_name for entry in discover()}
     assert set(FOUND) | set(outside) == names, sorted(names - set(FOUND) - set(outside))
