@@ -2,9 +2,9 @@
 
 :meth:`Exhaustive.transform` (the runner's ``transform`` hook) turns a machine
 property's :class:`Runnable` (built as usual from the adapter's parts) into one whose
-``run`` is the breadth-first search over the machine's scope. The runner treats it like any property: a violation is a ``FAIL`` of
-its clause (its counterexample the shortest path, as numbered steps), any other
-exception an ``ERROR``, and the machine's transitions are counted over every explored
+``run`` is the breadth-first search over the machine's scope. The runner treats it
+like any property: a violation is a ``FAIL`` of its clause (its counterexample the
+shortest path, as numbered steps), any other exception an ``ERROR``, and the machine's transitions are counted over every explored
 operation (``VACUOUS`` if the scope misses one). ``examples`` is the number of
 distinct states explored.
 
