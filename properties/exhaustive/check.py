@@ -4,9 +4,9 @@
 property's :class:`Runnable` (built as usual from the adapter's parts) into one whose
 ``run`` is the breadth-first search over the machine's scope. The runner treats it
 like any property: a violation is a ``FAIL`` of its clause (its counterexample the
-shortest path, as numbered steps), any other exception an ``ERROR``, and the machine's transitions are counted over every explored
-operation (``VACUOUS`` if the scope misses one). ``examples`` is the number of
-distinct states explored.
+shortest path, as numbered steps), any other exception an ``ERROR``, and the
+machine's transitions are counted over every explored operation (``VACUOUS`` if the
+scope misses one). ``examples`` is the number of distinct states explored.
 
 Two scopes: ``default`` (SPEC.md "## Exhaustive scopes"; ``make exhaustive``) and
 ``bounded`` (a few seconds; part of ``make verify``).
