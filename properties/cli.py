@@ -122,8 +122,6 @@ def _add_vllm_and_baseline_options(run: argparse.ArgumentParser) -> None:
 
 def _verify_vllm_aware(args: argparse.Namespace) -> int:
     adapter: str = args.adapter
-    if args.exhaustive:
-        return _verify_exhaustive(args)
     replay = ""
     if args.vllm or args.vllm_src:
         try:
@@ -135,22 +133,24 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         if adapter == REFERENCE_REF:
             adapter = _VLLM_ADAPTER
         replay = f" --vllm-src {os.path.abspath(tree)}"
+    if args.exhaustive:
+        return _verify_exhaustive(args, adapter, replay)
     return _verify(adapter, args.profile, args.only, args.save_report, args.baseline, replay)
 
 
-def _verify_exhaustive(args: argparse.Namespace) -> int:
+def _verify_exhaustive(args: argparse.Namespace, adapter: str, replay: str) -> int:
     """``verify --exhaustive``: the state machines by exhaustive search (docs/exhaustive.md)."""
     exhaustive = Exhaustive(SCOPES[args.exhaustive], clone=args.clone)
     only = args.only or list(COVERED)
     try:
         report = verify(
-            args.adapter, args.profile, only, progress=_progress, transform=exhaustive.transform
+            adapter, args.profile, only, progress=_progress, transform=exhaustive.transform
         )
     except (AdapterLoadError, UnknownSelectionError) as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
     print_summaries(exhaustive)
-    sys.stdout.write(render(report, replay_options=f" --exhaustive {args.exhaustive}"))
+    sys.stdout.write(render(report, replay_options=f" --exhaustive {args.exhaustive}{replay}"))
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

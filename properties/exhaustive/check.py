@@ -99,12 +99,16 @@ def _with_path(violation: Violation) -> BaseException:
     error.add_note(f"scenario: {violation.scenario}")
     for line in violation.setup:
         error.add_note(f"  {line}")
-    error.add_note(f"shortest path ({len(violation.path)} operations):")
+    error.add_note(f"shortest path ({_operations(len(violation.path))}):")
     for number, step in enumerate(violation.path, 1):
         error.add_note(f"{number}. {step.label}")
         for line in step.notes:
             error.add_note(f"     {line}")
     return error
+
+
+def _operations(count: int) -> str:
+    return f"{count} operation{'' if count == 1 else 's'}"
 
 
 def summary(name: str, scopes: Scopes, result: SearchResult) -> list[str]:
@@ -121,7 +125,7 @@ def summary(name: str, scopes: Scopes, result: SearchResult) -> list[str]:
         error = violation.error
         clause = error.clause if isinstance(error, ClauseViolation) else type(error).__name__
         lines.append(
-            f"  violation of {clause} after {len(violation.path)} operations "
+            f"  violation of {clause} after {_operations(len(violation.path))} "
             f"(scenario: {violation.scenario})"
         )
     return lines
