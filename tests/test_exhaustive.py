@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from properties.cli import main
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.exhaustive.check import COVERED, SCOPES, Exhaustive, Scopes
 from properties.exhaustive.ecm import EcmScope, EcmSpace
@@ -226,3 +227,18 @@ def test_grading_mode_judges_the_machine_clauses_by_the_search() -> None:
     assert all(r.status is ItemStatus.PASSED for r in reference.items if r.properties), [
         (r.item.number, r.status, r.summary) for r in reference.items
     ]
+
+
+def test_the_command_line_prints_the_scope_the_states_and_the_path(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["verify", "--exhaustive", "bounded", "--only", "EngineMachine"]
+    code = main([*argv, "--adapter", "adapters.zoo.sys_admits_unfittable"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "EngineMachine: bounded scope: engine loop: configurations" in out
+    assert re.search(r"6 scenarios, \d+ distinct states, \d+ transitions", out)
+    assert "violation of SYS-9 after 1 operation " in out
+    assert "  1. add r1: [X], 1 to generate" in out
+    assert "--only EngineMachine --exhaustive bounded" in out
+    assert main(argv) == 0  # the reference
