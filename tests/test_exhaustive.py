@@ -74,7 +74,8 @@ FOUND: dict[str, tuple[str, Scopes, str]] = {
     "sch_truncate_one_late": ("EngineMachine", ENGINE_SMALL, "SYS-1"),
     # the image right after the chunk is encoded although no chunk reads it
     "sch_window_one_past": ("EngineMachine", ENGINE_SMALL, "SYS-3"),
-    # planning the same image twice in a step: the worker rejects the second store
+    # the same image twice in one prompt is planned twice: the cache manager rejects
+    # the second allocation of a held hash
     "sch_duplicate_encoded_twice": ("EngineMachine", ENGINE_SMALL, "InvalidInputError"),
     # the popped embeddings stay accounted by the scheduler: split brain
     "worker_consumes_on_gather": ("EngineMachine", ENGINE_SMALL, "SYS-5"),
