@@ -21,6 +21,7 @@ $(VENV)/.installed: requirements.txt
 
 verify: $(VENV)/.installed
 	$(RUN) -m properties verify --adapter $(ADAPTER) --profile $(PROFILE)
+	$(RUN) -m properties verify --adapter $(ADAPTER) --exhaustive bounded
 
 list: $(VENV)/.installed
 	$(RUN) -m properties list
@@ -185,3 +186,13 @@ fuzz-catch: $(VENV)/.fuzz
 .PHONY: bench-isolation
 bench-isolation: $(VENV)/.installed
 	$(RUN) benchmarks/isolation_overhead.py
+
+# --- exhaustive small-scope checking (docs/exhaustive.md) ---
+# make exhaustive [ADAPTER=...] [EXHAUSTIVE_SCOPE=default|bounded]: every reachable state of
+# the encoder cache manager and engine loop machines within SPEC.md's scopes (minutes);
+# `make verify` runs the bounded scope (seconds).
+.PHONY: exhaustive
+EXHAUSTIVE_SCOPE ?= default
+
+exhaustive: $(VENV)/.installed
+	$(RUN) -m properties verify --adapter $(ADAPTER) --exhaustive $(EXHAUSTIVE_SCOPE)

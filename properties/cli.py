@@ -13,6 +13,13 @@ from collections.abc import Sequence
 
 from properties import baseline as baselines
 from properties.catalog import registered_properties
+from properties.exhaustive.check import (
+    COVERED,
+    SCOPES,
+    Exhaustive,
+    add_exhaustive_option,
+    print_summaries,
+)
 from properties.grading.cli import add_grade_command, run_grade
 from properties.isolation import IsolatedSession, Limits
 from properties.isolation.options import (
@@ -62,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_vllm_and_baseline_options(run)
     add_isolation_options(run, isolated_by_default=False)
+    add_exhaustive_option(run)
     commands.add_parser("list", help="list the clauses and the properties that check them")
     add_grade_command(commands)
     return parser
@@ -145,6 +153,8 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         if adapter == REFERENCE_REF:
             adapter = _VLLM_ADAPTER
         replay = f" --vllm-src {os.path.abspath(tree)}"
+    if args.exhaustive:
+        return _verify_exhaustive(args, adapter, replay)
     return _verify(
         adapter,
         args.profile,
@@ -154,6 +164,38 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         replay,
         limits_from(args),
     )
+
+
+def _verify_exhaustive(args: argparse.Namespace, adapter: str, replay: str) -> int:
+    """``verify --exhaustive``: the state machines by exhaustive search (docs/exhaustive.md)."""
+    isolation = limits_from(args)
+    # isolated components live in the child and cannot be deep-copied: replay paths there
+    exhaustive = Exhaustive(
+        SCOPES[args.exhaustive], clone="replay" if isolation is not None else args.clone
+    )
+    only = args.only or list(COVERED)
+    try:
+        if isolation is None:
+            report = verify(
+                adapter, args.profile, only, progress=_progress, transform=exhaustive.transform
+            )
+        else:
+            with IsolatedSession(adapter, isolation) as session:
+                report = verify(
+                    adapter,
+                    args.profile,
+                    only,
+                    progress=_progress,
+                    transform=exhaustive.transform,
+                    session=session,
+                )
+                show_submission_output(session.submission_output())
+    except (AdapterLoadError, UnknownSelectionError) as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    print_summaries(exhaustive)
+    sys.stdout.write(render(report, replay_options=f" --exhaustive {args.exhaustive}{replay}"))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _progress(index: int, total: int, name: str, result: PropertyResult | None) -> None:

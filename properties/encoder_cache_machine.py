@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -39,6 +38,7 @@ from properties.framework import (
     check,
     clause_property,
     machine,
+    note,
 )
 from properties.models.encoder_cache import EncoderCacheModel, Reference
 from spec.components import EncoderCacheManager
@@ -368,14 +368,25 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 and req.items[i].mm_hash not in planned_hashes
             ] or self.every_item()
             req, input_id = pick(data, candidates, "item")
-            item = req.items[input_id]
-            budget = self.budget_for(item.num_embeds, budget_kind)
             planned = (
-                self.planned
+                None
                 if use_plan
                 else data.draw(st.integers(0, self.model.cache_size), label="planned")
             )
-            granted = self.do_can_allocate(req, input_id, budget, planned)
+            self.plan_item(req, input_id, budget_kind, planned)
+
+        def plan_item(
+            self, req: RequestView, input_id: int, budget_kind: str, planned: int | None
+        ) -> None:
+            """can_allocate for one item, with the step's true planned total (``planned``
+            None: the item joins the step's plan when granted) or an arbitrary one."""
+            item = req.items[input_id]
+            planned_hashes = {r.items[i].mm_hash for r, i in self.plan}
+            budget = self.budget_for(item.num_embeds, budget_kind)
+            use_plan = planned is None
+            granted = self.do_can_allocate(
+                req, input_id, budget, self.planned if planned is None else planned
+            )
             if (
                 granted
                 and use_plan
@@ -515,6 +526,9 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             """The end of a scheduler step: allocate what the step planned, then drain
             the freed hashes into the step's output (vLLM's ``Scheduler.schedule``).
             ``drain_only``: drain while planned items still wait for their allocation."""
+            self.finish_step(drain_only)
+
+        def finish_step(self, drain_only: bool) -> None:
             while self.plan and not drain_only:
                 req, input_id = self.plan.pop(0)
                 self.planned -= req.items[input_id].num_embeds

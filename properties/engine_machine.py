@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -54,6 +53,7 @@ from properties.framework import (
     clause_property,
     expect_error,
     machine,
+    note,
 )
 from properties.models.engine import EngineModel, RequestFacts, ceil_div, window_rows
 from spec.components import EngineLoop, EngineSnapshot, StepOutput
@@ -300,6 +300,10 @@ def engine_machine(parts: Parts) -> Runnable:
         ) -> str | None:
             if prompt is None:
                 prompt = self.draw_prompt(data)
+            return self.add_prompt(prompt, max_new)
+
+        def add_prompt(self, prompt: Prompt, max_new: int) -> str | None:
+            """Add a request for ``prompt``: admitted iff it can ever run (SYS-9)."""
             request_id = f"r{self.next_id}"
             self.next_id += 1
             request = build_request(self.images, request_id, prompt, max_new)
@@ -379,6 +383,9 @@ def engine_machine(parts: Parts) -> Runnable:
             everything; waiting: nothing changes), sometimes any id ever added."""
             if pick_live and self.model.live:
                 request_id = pick(data, sorted(self.model.live), "live")
+            self.preempt_one(request_id)
+
+        def preempt_one(self, request_id: str) -> None:
             if not self.model.is_live(request_id):
                 self.expect_unknown(self.eng.preempt, request_id, "preempt")
                 return

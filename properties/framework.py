@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hypothesis import note as _hypothesis_note
 from hypothesis import reproduce_failure as _reproduce_failure
 from hypothesis import seed as _seed
 from hypothesis import settings as Settings
@@ -87,6 +89,34 @@ def check(condition: bool, clause: str, message: str) -> None:
         raise ClauseViolation(clause, message)
 
 
+#: Where :func:`note` writes outside Hypothesis: the innermost :func:`collect_notes`.
+_NOTE_SINKS: list[list[str]] = []
+
+
+def note(text: str) -> None:
+    """Narrate a step of a counterexample in the spec's vocabulary.
+
+    Inside a Hypothesis test this is Hypothesis' ``note`` (printed with the shrunk
+    failing example). Under :func:`collect_notes` (the exhaustive checker drives the
+    same machines without Hypothesis) the line goes to the collector instead, so that a
+    violation's shortest path is told with the very same words."""
+    if _NOTE_SINKS:
+        _NOTE_SINKS[-1].append(text)
+    else:
+        _hypothesis_note(text)
+
+
+@contextmanager
+def collect_notes() -> Iterator[list[str]]:
+    """Collect :func:`note` lines into the yielded list instead of Hypothesis' notes."""
+    lines: list[str] = []
+    _NOTE_SINKS.append(lines)
+    try:
+        yield lines
+    finally:
+        _NOTE_SINKS.pop()
+
+
 def expect_error(
     clause: str, error_type: type[BaseException], action: Callable[[], object], what: str
 ) -> BaseException:
@@ -152,6 +182,9 @@ class Runnable:
     #: byte string and saves a failing one to the settings' database under the key a
     #: normal run of the same test replays (``fuzz/``, docs/fuzz.md).
     fuzz_target: Callable[[Settings], Callable[[bytes], bytes | None]] | None = None
+    #: For a machine: the class itself (its instances count in ``examples`` and record
+    #: into ``transitions``), for drivers other than Hypothesis (the exhaustive checker).
+    machine_class: type[RuleBasedStateMachine] | None = None
 
 
 def _apply_overrides(runnable: Runnable, target: Any) -> None:
@@ -216,6 +249,7 @@ def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
 
     Counted.__name__ = cls.__name__
     Counted.__qualname__ = cls.__qualname__
+    runnable.machine_class = Counted
 
     def run(profile: Settings) -> None:
         _apply_overrides(runnable, Counted)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from hypothesis.errors import FlakyFailure
 
 from properties.catalog import registered_properties
-from properties.framework import ClauseViolation, Parts, PropertySpec
+from properties.framework import ClauseViolation, Parts, PropertySpec, Runnable
 from properties.loader import (
     NOT_PROVIDED,
     REFERENCE_REF,
@@ -148,6 +148,11 @@ class UnknownSelectionError(ValueError):
 
 ProgressFn = Callable[[int, int, str, "PropertyResult | None"], None]
 
+#: Replaces a built property's way of running (the exhaustive checker runs the state
+#: machines by breadth-first search instead of Hypothesis); it returns the runnable to
+#: use, the one given when it does not apply.
+RunnableTransform = Callable[[PropertySpec, Runnable], Runnable]
+
 
 # --- running one property ----------------------------------------------------------------
 
@@ -161,6 +166,7 @@ def run_property(
     transitions: Mapping[str, tuple[str, ...]] | None = None,
     seed: int | None = None,
     replay: tuple[str, bytes] | None = None,
+    transform: RunnableTransform | None = None,
 ) -> PropertyResult:
     """Run ``spec`` on ``parts`` under ``profile`` and classify the outcome.
 
@@ -168,6 +174,7 @@ def run_property(
     ``seed``: run under :func:`property_seed` of it instead of the profile's own
     derandomized seed (a different, equally repeatable run). ``replay``: the
     ``(version, blob)`` of a ``@reproduce_failure``: run just that one test case.
+    ``transform``: see :data:`RunnableTransform`.
     """
     declared_by_machine = load_transitions() if transitions is None else transitions
     settings = settings_for(profile, adapter_id)
@@ -193,6 +200,8 @@ def run_property(
 
     try:
         runnable = spec.build(parts)
+        if transform is not None:
+            runnable = transform(spec, runnable)
     except Exception as e:  # noqa: BLE001 - a property that cannot be built is an error
         failure = Failure(
             Verdict.ERROR,
@@ -360,15 +369,16 @@ def verify(
     progress: ProgressFn | None = None,
     seed: int | None = None,
     session: IsolatedSession | None = None,
+    transform: RunnableTransform | None = None,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
 
     Raises :class:`~properties.loader.AdapterLoadError` for a malformed adapter (or
     fallback) and :class:`UnknownSelectionError` for an unknown ``only`` name.
-    ``seed``: see :func:`run_property`. ``session``: run the adapter isolated in that
-    session's child process (:mod:`properties.isolation`; it must be for ``adapter_ref``):
-    the adapter is never imported here, and each property gets a live child.
+    ``seed``, ``transform``: see :func:`run_property`. ``session``: run the adapter
+    isolated in that session's child process (:mod:`properties.isolation`; it must be for
+    ``adapter_ref``): the adapter is never imported here, and each property gets a live child.
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -395,7 +405,7 @@ def verify(
         if session is not None:
             session.begin_property(name)
         results[name] = _run_if_provided(
-            registry[name], loaded, parts, profile, transitions, seed
+            registry[name], loaded, parts, profile, transitions, seed, transform
         )
         if progress:
             progress(index, len(to_run), name, results[name])
@@ -444,6 +454,7 @@ def _run_if_provided(
     profile: str,
     transitions: Mapping[str, tuple[str, ...]] | None,
     seed: int | None = None,
+    transform: RunnableTransform | None = None,
 ) -> PropertyResult:
     absent = [c for c in spec.subject if not loaded.provides(c)]
     if spec.subject_any and len(absent) < len(spec.subject):
@@ -465,7 +476,8 @@ def _run_if_provided(
             detail=f"no implementation provides {', '.join(nobody)}",
         )
     return run_property(
-        spec, parts, profile, loaded.identity, transitions=transitions, seed=seed
+        spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
+        transform=transform,
     )
 
 

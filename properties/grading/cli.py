@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from properties.exhaustive.check import SCOPES, Exhaustive, add_exhaustive_option
+from properties.exhaustive.search import CloneMode
 from properties.grading.formats import FORMATS, render
 from properties.grading.grade import GRADING_PROFILE, GradeReport, grade
 from properties.grading.rubric import RubricError, load_rubric
@@ -78,6 +80,14 @@ def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_isolation_options(parser, isolated_by_default=True)
+    add_exhaustive_option(parser)
+
+
+def _clone_mode(args: argparse.Namespace) -> CloneMode:
+    """An isolated adapter's components live in the child and cannot be deep-copied, so
+    the exhaustive search reaches each state by replaying its path there."""
+    mode: CloneMode = "replay" if limits_from(args) is not None else args.clone
+    return mode
 
 
 def run_grade(args: argparse.Namespace) -> int:
@@ -102,6 +112,11 @@ def run_grade(args: argparse.Namespace) -> int:
             reproducers=not args.no_reproducers,
             progress=progress,
             isolation=limits_from(args),
+            exhaustive=(
+                Exhaustive(SCOPES[args.exhaustive], clone=_clone_mode(args))
+                if args.exhaustive
+                else None
+            ),
         )
     except ValueError as e:
         print(str(e), file=sys.stderr)

@@ -42,8 +42,16 @@ def narration(notes: Iterable[str]) -> list[str]:
     return kept or everything
 
 
+_ALREADY_NUMBERED = re.compile(r"\d+\. ")
+
+
 def numbered(lines: Iterable[str]) -> list[str]:
-    """``1. first``, ``2. second``, ... with continuation lines indented under them."""
+    """``1. first``, ``2. second``, ... with continuation lines indented under them.
+    Lines that are numbered already (the exhaustive checker's shortest paths, under a
+    scenario heading) are kept as they are."""
+    lines = list(lines)
+    if any(_ALREADY_NUMBERED.match(line) for line in lines):
+        return lines
     out: list[str] = []
     number = 0
     for line in lines:

@@ -31,6 +31,7 @@ from pathlib import Path
 from hypothesis.reporting import with_reporter
 
 from properties.catalog import registered_properties
+from properties.exhaustive.check import Exhaustive
 from properties.grading.counterexample import narration, numbered, parse_blob
 from properties.grading.recording import recording_parts
 from properties.grading.reproducer import (
@@ -174,6 +175,7 @@ def grade(
     progress: Progress | None = None,
     verify_reproducers: bool = True,
     isolation: Limits | None = None,
+    exhaustive: Exhaustive | None = None,
 ) -> GradeReport:
     """Grade the adapter ``adapter_ref`` against ``rubric``.
 
@@ -182,7 +184,9 @@ def grade(
     the seed. Raises ``ValueError`` for an unknown profile or ``only`` name; a malformed
     adapter gives a report of zero points that says what is wrong. ``isolation``: run
     the adapter in a child process under these limits (:mod:`properties.isolation`);
-    the adapter is then never imported by the grader.
+    the adapter is then never imported by the grader. ``exhaustive``: the deterministic
+    grading mode, the state machines' clauses (ECM, SYS) judged by exhaustive search
+    within its scopes instead of Hypothesis (docs/exhaustive.md).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -205,7 +209,7 @@ def grade(
     try:
         report = _graded(
             adapter_ref, rubric, items, loaded, profile, seed, hide_seed, session,
-            reproducers, verify_reproducers, say, started,
+            reproducers, verify_reproducers, say, started, exhaustive,
         )
     finally:
         if session is not None:
@@ -233,6 +237,7 @@ def _graded(
     verify_reproducers: bool,
     say: Progress,
     started: float,
+    exhaustive: Exhaustive | None,
 ) -> GradeReport:
     declared = frozenset(loaded.adapter.not_attempted)
     warnings = [
@@ -251,11 +256,22 @@ def _graded(
             seed=seed,
             progress=_runner_progress(say),
             session=session,
+            transform=exhaustive.transform if exhaustive is not None else None,
         )
         if clauses
         else None
     )
-    context = _Context(adapter_ref, loaded, rubric, profile, seed, hide_seed, report, session)
+    context = _Context(
+        adapter_ref,
+        loaded,
+        rubric,
+        profile,
+        seed,
+        hide_seed,
+        report,
+        session=session,
+        exhaustive=exhaustive.scopes.name if exhaustive is not None else None,
+    )
     details = _failure_details(context, reproducers, verify_reproducers, say)
     results = []
     for item in items:
@@ -336,6 +352,8 @@ class _Context:
     hide_seed: bool
     report: Report | None
     session: IsolatedSession | None = None
+    #: the exhaustive scope's name in the deterministic grading mode
+    exhaustive: str | None = None
 
     def command(self, property_name: str) -> str:
         parts = ["python -m properties grade", self.adapter_ref]
@@ -345,6 +363,8 @@ class _Context:
             parts.append(f"--seed {SECRET_SEED if self.hide_seed else self.seed}")
         if Path(self.rubric.source).resolve() != DEFAULT_RUBRIC:
             parts.append(f"--rubric {self.rubric.source}")
+        if self.exhaustive is not None:
+            parts.append(f"--exhaustive {self.exhaustive}")
         parts.append(f"--only {property_name}")
         return " ".join(parts)
 
@@ -574,6 +594,8 @@ def _with_reproducer(
     def without(note: str) -> FailureDetail:
         return replace(detail, reproducer_note=note)
 
+    if context.exhaustive is not None:
+        return without("found by exhaustive search: the numbered path above is the reproducer")
     blob = parse_blob(failure.reproduce)
     if blob is None:
         return without("Hypothesis gave no replay blob for this failure")

@@ -192,6 +192,15 @@ class Proxy:
     def __repr__(self) -> str:
         return f"<isolated {self._component} #{self._handle}>"
 
+    def __deepcopy__(self, memo: dict[int, object]) -> Proxy:
+        # A copy would share the child's one object behind the handle, so the copies'
+        # states would silently merge: refuse loudly (the exhaustive search replays
+        # paths instead when the adapter is isolated).
+        raise TypeError(
+            f"an isolated {self._component} cannot be copied; "
+            "reach states by replay (--clone replay)"
+        )
+
     def __del__(self) -> None:
         try:
             self._channel.drop(self)

@@ -7,6 +7,8 @@ same adapter, profile and seed give the same text.
 
 from __future__ import annotations
 
+import re
+
 from properties.grading.grade import FailureDetail, GradeReport, ItemResult, ItemStatus
 
 #: How the item's score reads.
@@ -90,7 +92,9 @@ def failure_lines(failure: FailureDetail, inline_scripts: bool) -> list[str]:
 
 
 def _count(steps: tuple[str, ...]) -> int:
-    return sum(1 for s in steps if not s.startswith(" "))
+    # an exhaustive search's path comes numbered, under unnumbered scenario lines
+    numbered = sum(1 for s in steps if re.match(r"\d+\. ", s))
+    return numbered or sum(1 for s in steps if not s.startswith(" "))
 
 
 def header_lines(report: GradeReport) -> list[str]:
