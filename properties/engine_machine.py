@@ -18,6 +18,8 @@ student who wrote only a cache manager still has it checked inside the reference
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
 from hypothesis import note
@@ -57,8 +59,13 @@ from properties.framework import (
 )
 from properties.models.engine import EngineModel, RequestFacts, ceil_div, window_rows
 from spec.components import EngineLoop, EngineSnapshot, StepOutput
-from spec.errors import AdmissionError, MissingEmbeddingError, UnknownRequestError
-from spec.types import EngineConfig
+from spec.errors import (
+    AdmissionError,
+    InvalidInputError,
+    MissingEmbeddingError,
+    UnknownRequestError,
+)
+from spec.types import EngineConfig, EngineRequest
 
 SYS_CLAUSES = tuple(f"SYS-{k}" for k in range(1, 11))
 
@@ -132,6 +139,40 @@ def engine_machine(parts: Parts) -> Runnable:
                 note(
                     f"image {image.label}: {len(image.data)} bytes, {image.length} tokens, "
                     f"{image.num_embeds} embeddings{mask}"
+                )
+            self.check_malformed_rejected()
+
+        def check_malformed_rejected(self) -> None:
+            """SYS-9: a malformed request raises ``InvalidInputError`` and leaves the
+            engine as it was. Fixed requests, drawn from nothing, so that the machine's
+            test cases (and the shrunk counterexamples) stay what they were."""
+            bad_tokens: tuple[tuple[str, Any], ...] = (
+                ("a negative token", (1, -1)),
+                ("a bool token", (1, True)),
+                ("a float token", (1, 1.5)),
+            )
+            bad_max_new: tuple[tuple[str, Any], ...] = (
+                ("max_new_tokens 0", 0),
+                ("max_new_tokens True", True),
+                ("max_new_tokens 1.5", 1.5),
+            )
+            malformed = [(why, EngineRequest("malformed", tokens)) for why, tokens in bad_tokens]
+            malformed += [
+                (why, EngineRequest("malformed", (1, 2), max_new_tokens=value))
+                for why, value in bad_max_new
+            ]
+            before = self.eng.snapshot()
+            for why, request in malformed:
+                expect_error(
+                    "SYS-9",
+                    InvalidInputError,
+                    partial(self.eng.add_request, request),
+                    f"add_request of a request with {why}",
+                )
+                check(
+                    self.eng.snapshot() == before,
+                    "SYS-9",
+                    f"a rejected request with {why} changed the engine's snapshot",
                 )
 
         @property

@@ -441,6 +441,11 @@ def exp_tiled_policy(parts: Parts) -> Runnable:
     @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=1, max_tiles=9),
                     [shaped_image(63, 56)]))
     @example(case=(TiledPolicy(max_tiles=3), [shaped_image(2, 3)]))
+    # 30x60 (aspect 2) ties the 3x1 and 2x2 grids of 3..4 tiles (aspect 3 and 1): visited
+    # fewest tiles first, 3x1 comes first and the 2x2 grid takes the tie (1800 > 1568); in
+    # (cols, rows) order 2x2 would come first and 3x1 take it.
+    @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=1, min_tiles=3,
+                               max_tiles=4), [shaped_image(30, 60)]))
     # The smallest valid tile: (28/14)² / 2² = 1 token per tile.
     @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=2), [shaped_image(30, 61)]))
     @given(case=_policy_and_images(tiled_policies(), 2000))
