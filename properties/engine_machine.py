@@ -18,6 +18,7 @@ student who wrote only a cache manager still has it checked inside the reference
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -141,6 +142,40 @@ def engine_machine(parts: Parts) -> Runnable:
                     f"{image.num_embeds} embeddings{mask}"
                 )
             self.check_malformed_rejected()
+            self.check_config_limits()
+
+        def check_config_limits(self) -> None:
+            """SYS-9: an ``EngineConfig`` below its limits (token budget, KV blocks, block
+            size and hidden size ≥ 1; encoder budget and cache ≥ 0; ints, not bools) raises
+            ``InvalidInputError``; one exactly at them is accepted. Fixed configs, no draws."""
+            lowest = EngineConfig(
+                token_budget=1,
+                encoder_compute_budget=0,
+                encoder_cache_size=0,
+                num_kv_blocks=1,
+                block_size=1,
+                hidden_size=1,
+            )
+            try:
+                parts.engine_loop(lowest, engine_parts)
+            except InvalidInputError as error:
+                raise ClauseViolation(
+                    "SYS-9", f"an engine exactly at the config limits was refused: {error}"
+                ) from error
+            bad: list[tuple[str, Any]] = []
+            for name, limit in (
+                ("token_budget", 1), ("encoder_compute_budget", 0), ("encoder_cache_size", 0),
+                ("num_kv_blocks", 1), ("block_size", 1), ("hidden_size", 1),
+            ):
+                bad += [(name, limit - 1), (name, True), (name, float(limit + 1))]
+            for name, value in bad:
+                config = replace(lowest, **{name: value})
+                expect_error(
+                    "SYS-9",
+                    InvalidInputError,
+                    partial(parts.engine_loop, config, engine_parts),
+                    f"an engine with {name}={value!r}",
+                )
 
         def check_malformed_rejected(self) -> None:
             """SYS-9: a malformed request raises ``InvalidInputError`` and leaves the
