@@ -11,6 +11,7 @@ independent arithmetic in ``properties.oracles``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -280,8 +281,25 @@ def exp_bad_input_rejected(parts: Parts) -> Runnable:
             f"problem, not a marker count: {error}",
         )
         check(str(error) != "", "EXP-4", f"with {why} the InvalidInputError has no message")
+        # Fixed inputs, drawn from nothing (the drawn cases stay as they were): a policy
+        # parameter that is not a positive int, and a prompt of valid text ids that is
+        # not a list or tuple.
+        for policy, what in _BAD_POLICIES:
+            expect_error("EXP-4", InvalidInputError,
+                         partial(parts.processor, ProcessorConfig(policy=policy)),
+                         f"building a processor with {what}")
+        default = parts.processor(ProcessorConfig())
+        expect_error("EXP-4", InvalidInputError, partial(default.expand, range(1, 4), []),
+                     "expanding range(1, 4), token ids in a range (not a list or tuple)")
 
     return stateless(test)
+
+
+#: Token-count policies whose parameters are not positive ints (EXP-4).
+_BAD_POLICIES: tuple[tuple[TokenCountPolicy, str], ...] = (
+    (FixedPolicy(num_tokens=0), "FixedPolicy.num_tokens 0"),
+    (FixedPolicy(num_tokens=True), "FixedPolicy.num_tokens True (a bool)"),
+)
 
 
 # --- EXP-5 -----------------------------------------------------------------------------
