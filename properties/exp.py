@@ -282,11 +282,10 @@ def exp_bad_input_rejected(parts: Parts) -> Runnable:
         )
         check(str(error) != "", "EXP-4", f"with {why} the InvalidInputError has no message")
         # Fixed inputs, drawn from nothing (the drawn cases stay as they were): a policy
-        # parameter that is not a positive int, and a prompt of valid text ids that is
-        # not a list or tuple.
-        for policy, what in _BAD_POLICIES:
-            expect_error("EXP-4", InvalidInputError,
-                         partial(parts.processor, ProcessorConfig(policy=policy)),
+        # parameter that is not a positive int, a special id that is not a non-negative
+        # int, and a prompt of valid text ids that is not a list or tuple.
+        for config, what in _BAD_CONFIGS:
+            expect_error("EXP-4", InvalidInputError, partial(parts.processor, config),
                          f"building a processor with {what}")
         default = parts.processor(ProcessorConfig())
         expect_error("EXP-4", InvalidInputError, partial(default.expand, range(1, 4), []),
@@ -295,10 +294,13 @@ def exp_bad_input_rejected(parts: Parts) -> Runnable:
     return stateless(test)
 
 
-#: Token-count policies whose parameters are not positive ints (EXP-4).
-_BAD_POLICIES: tuple[tuple[TokenCountPolicy, str], ...] = (
-    (FixedPolicy(num_tokens=0), "FixedPolicy.num_tokens 0"),
-    (FixedPolicy(num_tokens=True), "FixedPolicy.num_tokens True (a bool)"),
+#: Processor configs with a policy parameter that is not a positive int, or a special
+#: token id that is not a non-negative int (EXP-4).
+_BAD_CONFIGS: tuple[tuple[ProcessorConfig, str], ...] = (
+    (ProcessorConfig(policy=FixedPolicy(num_tokens=0)), "FixedPolicy.num_tokens 0"),
+    (ProcessorConfig(policy=FixedPolicy(num_tokens=True)), "FixedPolicy.num_tokens True"),
+    (ProcessorConfig(marker_id=-1), "marker_id -1"),
+    (ProcessorConfig(marker_id=True), "marker_id True (a bool)"),
 )
 
 
