@@ -49,7 +49,7 @@ _STATUS = {
     -9: "segfault",
 }
 _DETECTED = {"killed", "timeout", "segfault"}
-_MUTANT_NAME = re.compile(r"`(reference\.[^`\s]+__mutmut_\d+)`")
+_DECLARED_ROW = re.compile(r"^\|\s*`(reference\.[^`\s]+__mutmut_\d+)`\s*\|")
 
 
 def results() -> dict[str, str]:
@@ -63,10 +63,16 @@ def results() -> dict[str, str]:
 
 
 def declared_equivalent() -> set[str]:
-    """The mutant names docs/mutation.md declares equivalent (in backticks)."""
+    """The mutant names docs/mutation.md declares equivalent: the backticked name that
+    opens a row of its table (``| `name` | reason |``). Names elsewhere in the text (the
+    survivors answered by a property, the ones left open) declare nothing."""
     if not DECLARATIONS.is_file():
         return set()
-    return set(_MUTANT_NAME.findall(DECLARATIONS.read_text(encoding="utf-8")))
+    return {
+        match.group(1)
+        for line in DECLARATIONS.read_text(encoding="utf-8").splitlines()
+        if (match := _DECLARED_ROW.match(line))
+    }
 
 
 def main() -> int:

@@ -18,6 +18,9 @@ student who wrote only a cache manager still has it checked inside the reference
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -57,8 +60,13 @@ from properties.framework import (
 )
 from properties.models.engine import EngineModel, RequestFacts, ceil_div, window_rows
 from spec.components import EngineLoop, EngineSnapshot, StepOutput
-from spec.errors import AdmissionError, MissingEmbeddingError, UnknownRequestError
-from spec.types import EngineConfig
+from spec.errors import (
+    AdmissionError,
+    InvalidInputError,
+    MissingEmbeddingError,
+    UnknownRequestError,
+)
+from spec.types import EngineConfig, EngineRequest
 
 SYS_CLAUSES = tuple(f"SYS-{k}" for k in range(1, 11))
 
@@ -132,6 +140,74 @@ def engine_machine(parts: Parts) -> Runnable:
                 note(
                     f"image {image.label}: {len(image.data)} bytes, {image.length} tokens, "
                     f"{image.num_embeds} embeddings{mask}"
+                )
+            self.check_malformed_rejected()
+            self.check_config_limits()
+
+        def check_config_limits(self) -> None:
+            """SYS-9: an ``EngineConfig`` below its limits (token budget, KV blocks, block
+            size and hidden size ≥ 1; encoder budget and cache ≥ 0; ints, not bools) raises
+            ``InvalidInputError``; one exactly at them is accepted. Fixed configs, no draws."""
+            lowest = EngineConfig(
+                token_budget=1,
+                encoder_compute_budget=0,
+                encoder_cache_size=0,
+                num_kv_blocks=1,
+                block_size=1,
+                hidden_size=1,
+            )
+            try:
+                parts.engine_loop(lowest, engine_parts)
+            except InvalidInputError as error:
+                raise ClauseViolation(
+                    "SYS-9", f"an engine exactly at the config limits was refused: {error}"
+                ) from error
+            bad: list[tuple[str, Any]] = []
+            for name, limit in (
+                ("token_budget", 1), ("encoder_compute_budget", 0), ("encoder_cache_size", 0),
+                ("num_kv_blocks", 1), ("block_size", 1), ("hidden_size", 1),
+            ):
+                bad += [(name, limit - 1), (name, True), (name, float(limit + 1))]
+            for name, value in bad:
+                config = replace(lowest, **{name: value})
+                expect_error(
+                    "SYS-9",
+                    InvalidInputError,
+                    partial(parts.engine_loop, config, engine_parts),
+                    f"an engine with {name}={value!r}",
+                )
+
+        def check_malformed_rejected(self) -> None:
+            """SYS-9: a malformed request raises ``InvalidInputError`` and leaves the
+            engine as it was. Fixed requests, drawn from nothing, so that the machine's
+            test cases (and the shrunk counterexamples) stay what they were."""
+            bad_tokens: tuple[tuple[str, Any], ...] = (
+                ("a negative token", (1, -1)),
+                ("a bool token", (1, True)),
+                ("a float token", (1, 1.5)),
+            )
+            bad_max_new: tuple[tuple[str, Any], ...] = (
+                ("max_new_tokens 0", 0),
+                ("max_new_tokens True", True),
+                ("max_new_tokens 1.5", 1.5),
+            )
+            malformed = [(why, EngineRequest("malformed", tokens)) for why, tokens in bad_tokens]
+            malformed += [
+                (why, EngineRequest("malformed", (1, 2), max_new_tokens=value))
+                for why, value in bad_max_new
+            ]
+            before = self.eng.snapshot()
+            for why, request in malformed:
+                expect_error(
+                    "SYS-9",
+                    InvalidInputError,
+                    partial(self.eng.add_request, request),
+                    f"add_request of a request with {why}",
+                )
+                check(
+                    self.eng.snapshot() == before,
+                    "SYS-9",
+                    f"a rejected request with {why} changed the engine's snapshot",
                 )
 
         @property

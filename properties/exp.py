@@ -11,6 +11,7 @@ independent arithmetic in ``properties.oracles``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -280,8 +281,27 @@ def exp_bad_input_rejected(parts: Parts) -> Runnable:
             f"problem, not a marker count: {error}",
         )
         check(str(error) != "", "EXP-4", f"with {why} the InvalidInputError has no message")
+        # Fixed inputs, drawn from nothing (the drawn cases stay as they were): a policy
+        # parameter that is not a positive int, a special id that is not a non-negative
+        # int, and a prompt of valid text ids that is not a list or tuple.
+        for config, what in _BAD_CONFIGS:
+            expect_error("EXP-4", InvalidInputError, partial(parts.processor, config),
+                         f"building a processor with {what}")
+        default = parts.processor(ProcessorConfig())
+        expect_error("EXP-4", InvalidInputError, partial(default.expand, range(1, 4), []),
+                     "expanding range(1, 4), token ids in a range (not a list or tuple)")
 
     return stateless(test)
+
+
+#: Processor configs with a policy parameter that is not a positive int, or a special
+#: token id that is not a non-negative int (EXP-4).
+_BAD_CONFIGS: tuple[tuple[ProcessorConfig, str], ...] = (
+    (ProcessorConfig(policy=FixedPolicy(num_tokens=0)), "FixedPolicy.num_tokens 0"),
+    (ProcessorConfig(policy=FixedPolicy(num_tokens=True)), "FixedPolicy.num_tokens True"),
+    (ProcessorConfig(marker_id=-1), "marker_id -1"),
+    (ProcessorConfig(marker_id=True), "marker_id True (a bool)"),
+)
 
 
 # --- EXP-5 -----------------------------------------------------------------------------
@@ -441,6 +461,11 @@ def exp_tiled_policy(parts: Parts) -> Runnable:
     @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=1, max_tiles=9),
                     [shaped_image(63, 56)]))
     @example(case=(TiledPolicy(max_tiles=3), [shaped_image(2, 3)]))
+    # 30x60 (aspect 2) ties the 3x1 and 2x2 grids of 3..4 tiles (aspect 3 and 1): visited
+    # fewest tiles first, 3x1 comes first and the 2x2 grid takes the tie (1800 > 1568); in
+    # (cols, rows) order 2x2 would come first and 3x1 take it.
+    @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=1, min_tiles=3,
+                               max_tiles=4), [shaped_image(30, 60)]))
     # The smallest valid tile: (28/14)² / 2² = 1 token per tile.
     @example(case=(TiledPolicy(tile_size=28, patch_size=14, downsample=2), [shaped_image(30, 61)]))
     @given(case=_policy_and_images(tiled_policies(), 2000))
