@@ -27,7 +27,7 @@ from properties.contracts.contract import Contract, Implementation, checkable
 
 #: Z3 work units per SMT query (CrossHair's CROSSHAIR_SMT_RLIMIT): generous for these
 #: contracts' queries, and a deterministic bound for a pathological one.
-SMT_RLIMIT = 50_000_000
+SMT_RLIMIT = 2_000_000
 
 
 class Outcome(Enum):
