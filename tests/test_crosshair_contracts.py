@@ -13,6 +13,8 @@ Two layers:
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +34,7 @@ from properties.contracts.contract import Contract, Implementation, holds
 from properties.contracts.mutants import MUTANTS
 from properties.contracts.search import Outcome, crosshair_available, search
 from properties.loader import load_adapter
+from spec.clauses import load_clauses
 
 #: A case on which each target violates its contract (the shortest counterexamples
 #: CrossHair reported, or a hand-picked one), by (contract, target).
@@ -162,3 +165,16 @@ def test_same_bound_same_verdict() -> None:
         second.iterations,
         second.detail,
     )
+
+
+def test_spec_lists_every_contract_with_its_clauses() -> None:
+    """SPEC.md's "Contracts (CrossHair)" table names each contract and its clauses."""
+    spec = (Path(__file__).resolve().parents[1] / "spec" / "SPEC.md").read_text("utf-8")
+    section = spec.split("## Contracts (CrossHair)", 1)[1]
+    rows = {
+        match["name"]: tuple(c.strip() for c in match["clauses"].split(","))
+        for match in re.finditer(r"^\| `(?P<name>\w+)` \| (?P<clauses>[^|]+) \|", section, re.M)
+    }
+    assert rows == {c.name: c.clauses for c in catalog.CONTRACTS}
+    clauses = load_clauses()
+    assert all(clause in clauses for c in catalog.CONTRACTS for clause in c.clauses)
