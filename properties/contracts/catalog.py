@@ -4,8 +4,8 @@ issue names, each over a case of plain ints, each applied unchanged to any adapt
 Each ``implementation`` is a thin wrapper from the case to the adapter's component and
 back to plain values; where the component takes numpy arrays or rich objects, the
 wrapper builds them from the case's ints (``symbolic_inputs`` for images; a
-``RequestView`` and the reference's empty ``EncoderCacheManager`` for the scheduling
-hook), and says so in its docstring. Bounds in the preconditions keep the symbolic
+``RequestView`` and the reference adapter's empty ``EncoderCacheManager`` for the
+scheduling hook), and says so in its docstring. Bounds in the preconditions keep the symbolic
 search on sizes where each clause's interesting cases live (multiples of 64 bytes,
 images larger than a tile or than ``max_image_size``, items around a chunk's end).
 """
@@ -19,7 +19,7 @@ from typing import Any
 from properties import oracles
 from properties.contracts.contract import Contract, Implementation
 from properties.contracts.symbolic_inputs import array_image, bytes_image
-from reference.encoder_cache import EncoderCacheManager
+from properties.loader import REFERENCE_REF, load_adapter
 from spec.adapter import Adapter
 from spec.errors import BudgetConfigError
 from spec.types import (
@@ -537,6 +537,9 @@ def _schedule_impl(adapter: Adapter) -> Implementation[ScheduleCase, ScheduleRes
     if adapter.scheduling_hook is None:
         return None
     factory = adapter.scheduling_hook
+    # properties/ reaches the reference only through its adapter, as a fallback does.
+    cache_factory = load_adapter(REFERENCE_REF).adapter.encoder_cache_manager
+    assert cache_factory is not None
 
     def schedule(case: ScheduleCase) -> ScheduleResult:
         (first_offset, first_length), (second_offset, second_length) = case.items()
@@ -552,7 +555,7 @@ def _schedule_impl(adapter: Adapter) -> Implementation[ScheduleCase, ScheduleRes
             case.computed,
             case.new,
             case.budget,
-            EncoderCacheManager(case.cache_size),
+            cache_factory(case.cache_size),
             case.shift,
         )
         return (
