@@ -178,3 +178,32 @@ def test_spec_lists_every_contract_with_its_clauses() -> None:
     assert rows == {c.name: c.clauses for c in catalog.CONTRACTS}
     clauses = load_clauses()
     assert all(clause in clauses for c in catalog.CONTRACTS for clause in c.clauses)
+
+
+# --- the `crosshair` Hypothesis profile (hypothesis-crosshair, in .venv-crosshair) --------
+
+
+@needs_crosshair
+def test_crosshair_profile_uses_the_crosshair_backend() -> None:
+    from properties import profiles
+
+    assert profiles.settings_for("crosshair", "any-adapter").backend == "crosshair"
+
+
+@needs_crosshair
+def test_crosshair_profile_catches_a_zoo_entry() -> None:
+    """A stateless property under the solver backend still fails on its zoo entry."""
+    from properties.runner import Verdict, verify
+
+    report = verify(
+        "adapters.zoo.sch_budget_ignores_largest_item", "crosshair", ["sch_budget_sizing"]
+    )
+    assert [row.verdict for row in report.rows] == [Verdict.FAIL]
+
+
+@pytest.mark.skipif(crosshair_available(), reason="hypothesis-crosshair is installed here")
+def test_crosshair_profile_without_the_backend_says_how_to_get_it() -> None:
+    from properties import profiles
+
+    with pytest.raises(ValueError, match="make crosshair-properties"):
+        profiles.settings_for("crosshair", "any-adapter")
