@@ -157,5 +157,6 @@ crosshair-ci: $(CROSSHAIR_VENV)/.installed
 	$(CROSSHAIR_RUN) -m pytest -q tests/test_crosshair_contracts.py
 
 crosshair-properties: $(CROSSHAIR_VENV)/.installed
-	$(CROSSHAIR_RUN) -m properties verify --adapter $(ADAPTER) --profile crosshair \
+	CROSSHAIR_SMT_RLIMIT=2000000 $(CROSSHAIR_RUN) -m properties verify --adapter $(ADAPTER) \
+		--profile crosshair \
 		--only $(CROSSHAIR_PROPERTIES)

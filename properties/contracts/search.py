@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import importlib
+import importlib.util
 import math
 import os
 import time
@@ -25,9 +26,13 @@ from typing import Any
 
 from properties.contracts.contract import Contract, Implementation, checkable
 
-#: Z3 work units per SMT query (CrossHair's CROSSHAIR_SMT_RLIMIT): generous for these
-#: contracts' queries, and a deterministic bound for a pathological one.
+#: Z3 work units per SMT query (CrossHair's CROSSHAIR_SMT_RLIMIT): enough for these
+#: contracts' queries, and a deterministic bound on a pathological one. CrossHair reads
+#: the variable once, when it is first imported: it is set here, before any import of
+#: it, and :func:`search` refuses to run if CrossHair was imported without it.
 SMT_RLIMIT = 2_000_000
+_RLIMIT_VARIABLE = "CROSSHAIR_SMT_RLIMIT"
+os.environ.setdefault(_RLIMIT_VARIABLE, str(SMT_RLIMIT))
 
 
 class Outcome(Enum):
@@ -52,25 +57,29 @@ class SearchResult:
 
 
 def crosshair_available() -> bool:
-    try:
-        importlib.import_module("crosshair")
-    except ImportError:
-        return False
-    return True
+    """Whether CrossHair is installed here (without importing it)."""
+    return importlib.util.find_spec("crosshair") is not None
 
 
 def _crosshair() -> tuple[Any, Any]:
-    """``(crosshair.core_and_libs, crosshair.options)``, with the SMT work bound set
-    before CrossHair reads it (at import)."""
-    os.environ.setdefault("CROSSHAIR_SMT_RLIMIT", str(SMT_RLIMIT))
+    """``(crosshair.core_and_libs, crosshair.options)``, checking that the SMT work bound
+    is in force (without it and without timeouts, one hard query could run forever)."""
     try:
         core = importlib.import_module("crosshair.core_and_libs")
         options = importlib.import_module("crosshair.options")
+        statespace = importlib.import_module("crosshair.statespace")
     except ImportError as e:
         raise RuntimeError(
             "CrossHair is not installed in this interpreter: run `make crosshair`, which "
             "builds .venv-crosshair from requirements-crosshair.txt"
         ) from e
+    wanted = int(os.environ[_RLIMIT_VARIABLE])
+    if wanted < 1 or statespace.CROSSHAIR_SMT_RLIMIT != wanted:
+        raise RuntimeError(
+            f"CrossHair runs with {_RLIMIT_VARIABLE}={statespace.CROSSHAIR_SMT_RLIMIT}, not "
+            f"{wanted} (a positive bound): import properties.contracts.search before "
+            "crosshair, so that the bound is set when CrossHair reads it"
+        )
     return core, options
 
 
