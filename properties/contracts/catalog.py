@@ -141,7 +141,7 @@ EXPANSION = Contract[ExpansionCase, ExpansionResult](
     pre=_expansion_pre,
     post=_expansion_post,
     implementation=_expansion_impl,
-    iterations=60,
+    iterations=200,
     rejects=("exp_off_by_one_offset",),
 )
 
@@ -252,7 +252,7 @@ DYNAMIC = Contract[ImageSizeCase, int](
     pre=_image_pre,
     post=_dynamic_post,
     implementation=_array_count(_DYNAMIC),
-    iterations=60,
+    iterations=200,
     rejects=("exp_dynamic_forgets_merge",),
 )
 
@@ -264,7 +264,7 @@ TILED = Contract[ImageSizeCase, int](
     pre=_image_pre,
     post=_tiled_post,
     implementation=_array_count(_TILED),
-    iterations=30,  # the slowest per path: the oracle and the reference each try 12 grids
+    iterations=50,  # the slowest per path: the oracle and the reference each try 12 grids
     rejects=("exp_tiled_tie_keeps_smaller",),
 )
 
@@ -288,7 +288,7 @@ FIXED = Contract[FixedCase, int](
     pre=_fixed_pre,
     post=_fixed_post,
     implementation=_fixed_impl,
-    iterations=20,
+    iterations=60,
     rejects=("exp_fixed_counts_cls",),
 )
 
@@ -366,7 +366,7 @@ ROWBREAK = Contract[ImageSizeCase, RowBreakResult](
     pre=_rowbreak_pre,
     post=_rowbreak_post,
     implementation=_rowbreak_impl,
-    iterations=60,
+    iterations=200,
     rejects=("exp_pixtral_floor",),
 )
 
@@ -435,7 +435,7 @@ EMBEDS = Contract[EmbedsCase, EmbedsResult](
     pre=_embeds_pre,
     post=_embeds_post,
     implementation=lambda adapter: spec_embeds,
-    iterations=60,
+    iterations=200,
     rejects=("mutants.embeds_end_inclusive", "mutants.embeds_ignore_mask"),
 )
 
@@ -576,7 +576,7 @@ SCHEDULING = Contract[ScheduleCase, ScheduleResult](
     pre=_schedule_pre,
     post=_schedule_post,
     implementation=_schedule_impl,
-    iterations=80,
+    iterations=150,
     rejects=(
         "sch_budget_not_decremented",
         "sch_exact_budget_refused",
@@ -665,7 +665,7 @@ BUDGET = Contract[BudgetCase, BudgetResult](
     pre=_budget_pre,
     post=_budget_post,
     implementation=_budget_impl,
-    iterations=60,
+    iterations=200,
     rejects=("sch_budget_ignores_largest_item",),
 )
 
@@ -739,7 +739,7 @@ EXTRA_KEYS = Contract[ExtraKeysCase, ExtraKeysResult](
     pre=_keys_pre,
     post=_keys_post,
     implementation=_keys_impl,
-    iterations=40,
+    iterations=60,
     rejects=("pfx_no_offset", "pfx_key_by_size"),
 )
 
