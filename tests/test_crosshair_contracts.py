@@ -207,3 +207,31 @@ def test_crosshair_profile_without_the_backend_says_how_to_get_it() -> None:
 
     with pytest.raises(ValueError, match="make crosshair-properties"):
         profiles.settings_for("crosshair", "any-adapter")
+
+
+def test_cli_lists_the_contracts(capsys: pytest.CaptureFixture[str]) -> None:
+    from properties.contracts.__main__ import main
+
+    assert main(["--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(c.name in listed and ", ".join(c.rejects) in listed for c in catalog.CONTRACTS)
+
+
+def test_cli_rejects_an_unknown_contract_and_a_bad_adapter(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from properties.contracts.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--only", "nonesuch"])
+    assert "no contract 'nonesuch'" in capsys.readouterr().err
+    assert main(["--adapter", "adapters/zoo/nonesuch.py", "--only", "toy_token_count"]) == 2
+    assert "cannot load adapter" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(crosshair_available(), reason="CrossHair is installed here")
+def test_cli_without_crosshair_says_how_to_get_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from properties.contracts.__main__ import main
+
+    assert main(["--only", "fixed_token_count"]) == 2
+    assert "make crosshair" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from properties.contracts.catalog import CONTRACTS, contract_named
 from properties.contracts.contract import Contract, Implementation
 from properties.contracts.mutants import MUTANTS
 from properties.contracts.search import Outcome, SearchResult, search
-from properties.loader import load_adapter
+from properties.loader import AdapterLoadError, load_adapter
 
 _MUTANT_PREFIX = "mutants."
 
@@ -105,15 +105,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error(f"--scale must be positive, got {args.scale}")
-    contracts = _selected(args.only)
+    try:
+        contracts = _selected(args.only)
+    except KeyError as e:
+        parser.error(str(e.args[0]))
     if args.list:
         for contract in contracts:
             print(f"{contract.name:24} {', '.join(contract.clauses):28} {contract.subject}")
             print(f"{'':24} rejects: {', '.join(contract.rejects)}")
         return 0
-    if args.rejections:
-        return check_rejections(contracts)
-    return check_adapter(args.adapter, contracts, args.scale)
+    try:
+        if args.rejections:
+            return check_rejections(contracts)
+        return check_adapter(args.adapter, contracts, args.scale)
+    except (AdapterLoadError, RuntimeError) as e:  # a bad adapter, or no CrossHair here
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
