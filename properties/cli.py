@@ -15,7 +15,7 @@ from properties import baseline as baselines
 from properties.catalog import registered_properties
 from properties.grading.cli import add_grade_command, run_grade
 from properties.loader import REFERENCE_REF, AdapterLoadError
-from properties.profiles import DEFAULT_PROFILE, PROFILES
+from properties.profiles import DEFAULT_PROFILE, PROFILES, ProfileUnavailableError
 from properties.report import render
 from properties.runner import PropertyResult, UnknownSelectionError, plan, verify
 from spec.clauses import load_clauses
@@ -71,7 +71,9 @@ def _verify(
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
         report = verify(adapter, profile, only, progress=_progress)
-    except (AdapterLoadError, UnknownSelectionError, baselines.BaselineError) as e:
+    except (
+        AdapterLoadError, UnknownSelectionError, baselines.BaselineError, ProfileUnavailableError
+    ) as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
     if save_report:

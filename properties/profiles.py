@@ -98,6 +98,10 @@ settings.register_profile(
     **_COMMON,
 )
 
+class ProfileUnavailableError(ValueError):
+    """The profile needs a package this interpreter lacks (``crosshair``)."""
+
+
 # The backend exists only where hypothesis-crosshair is installed (.venv-crosshair):
 # elsewhere the profile is left unregistered and settings_for says how to get it. No
 # shrinking or explain phase: CrossHair's counterexamples are already concrete and small.
@@ -125,7 +129,7 @@ def settings_for(profile: str, adapter_id: str) -> settings:
     try:
         base = settings.get_profile(profile)
     except InvalidArgument:  # only the crosshair profile can be unregistered
-        raise ValueError(
+        raise ProfileUnavailableError(
             f"profile {profile!r} needs hypothesis-crosshair, installed in .venv-crosshair "
             "only: run `make crosshair-properties` (docs/crosshair.md)"
         ) from None

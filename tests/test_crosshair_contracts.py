@@ -235,3 +235,13 @@ def test_cli_without_crosshair_says_how_to_get_it(capsys: pytest.CaptureFixture[
 
     assert main(["--only", "fixed_token_count"]) == 2
     assert "make crosshair" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(crosshair_available(), reason="hypothesis-crosshair is installed here")
+def test_verify_with_the_crosshair_profile_without_the_backend_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from properties import cli
+
+    assert cli.main(["verify", "--profile", "crosshair", "--only", "exp_toy_policy"]) == 2
+    assert "make crosshair-properties" in capsys.readouterr().err
