@@ -196,3 +196,37 @@ EXHAUSTIVE_SCOPE ?= default
 
 exhaustive: $(VENV)/.installed
 	$(RUN) -m properties verify --adapter $(ADAPTER) --exhaustive $(EXHAUSTIVE_SCOPE)
+
+# --- CrossHair contracts (docs/crosshair.md) ---
+# make crosshair                     every contract on the reference, bounded by iterations
+# make crosshair ADAPTER=exp_toy_ceil  the same contracts on any adapter (or mutants.NAME)
+# make crosshair-rejections          each contract must reject its zoo entries / mutants
+# make crosshair-ci                  CI's short run: the reference at a quarter of the
+#                                    bounds, then the rejections
+# make crosshair-properties          the stateless properties under the `crosshair`
+#                                    Hypothesis profile (hypothesis-crosshair backend)
+# Its own virtualenv: the project's pins plus crosshair-tool and hypothesis-crosshair.
+.PHONY: crosshair crosshair-rejections crosshair-ci crosshair-properties
+CROSSHAIR_VENV ?= .venv-crosshair
+CROSSHAIR_RUN := PYTHONPATH=$(CURDIR) $(CROSSHAIR_VENV)/bin/python
+CROSSHAIR_PROPERTIES ?= exp_toy_policy exp_fixed_policy exp_total_length sch_budget_sizing
+
+$(CROSSHAIR_VENV)/.installed: requirements.txt requirements-crosshair.txt
+	test -x $(CROSSHAIR_VENV)/bin/python || python3 -m venv $(CROSSHAIR_VENV)
+	$(CROSSHAIR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements-crosshair.txt
+	touch $@
+
+crosshair: $(CROSSHAIR_VENV)/.installed
+	$(CROSSHAIR_RUN) -m properties.contracts --adapter $(ADAPTER) $(if $(ONLY),--only $(ONLY))
+
+crosshair-rejections: $(CROSSHAIR_VENV)/.installed
+	$(CROSSHAIR_RUN) -m properties.contracts --rejections $(if $(ONLY),--only $(ONLY))
+
+crosshair-ci: $(CROSSHAIR_VENV)/.installed
+	$(CROSSHAIR_RUN) -m pytest -q tests/test_crosshair_contracts.py
+
+crosshair-properties: $(CROSSHAIR_VENV)/.installed
+	CROSSHAIR_SMT_RLIMIT=2000000 $(CROSSHAIR_RUN) -m properties verify --adapter $(ADAPTER) \
+		--profile crosshair \
+		--only $(CROSSHAIR_PROPERTIES)

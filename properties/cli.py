@@ -28,7 +28,12 @@ from properties.isolation.options import (
     show_submission_output,
 )
 from properties.loader import REFERENCE_REF, AdapterLoadError
-from properties.profiles import DEFAULT_PROFILE, PROFILES, SharedDatabaseError
+from properties.profiles import (
+    DEFAULT_PROFILE,
+    PROFILES,
+    ProfileUnavailableError,
+    SharedDatabaseError,
+)
 from properties.report import render
 from properties.runner import PropertyResult, UnknownSelectionError, plan, verify
 from spec.clauses import load_clauses
@@ -97,6 +102,7 @@ def _verify(
         UnknownSelectionError,
         baselines.BaselineError,
         SharedDatabaseError,
+        ProfileUnavailableError,
     ) as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE

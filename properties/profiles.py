@@ -9,6 +9,9 @@
   killed, not explained, and shrinking is most of the time spent on a kill.
 - ``grading``: derandomized, no database, fixed counts: every submission gets exactly
   the same test cases.
+- ``crosshair``: CrossHair's symbolic search in place of Hypothesis' random generation
+  (the ``hypothesis-crosshair`` backend, installed only in ``.venv-crosshair``:
+  ``make crosshair-properties``; docs/crosshair.md says which properties it suits).
 
 Databases are keyed by adapter identity (name + hash of its module file): each
 implementation writes only its own directory under ``.hypothesis/examples/`` and reads
@@ -37,6 +40,7 @@ from hypothesis.database import (
     MultiplexedDatabase,
     ReadOnlyDatabase,
 )
+from hypothesis.errors import InvalidArgument
 
 #: Where the ``dev``/``thorough`` example databases live, one directory per adapter
 #: (``MMSPEC_EXAMPLES_DIR`` moves them, e.g. to keep a test's runs out of the checkout's).
@@ -52,7 +56,7 @@ REDIS_URL_ENV = "MMSPEC_REDIS_URL"
 #: colon, then Hypothesis' own key (a digest of the test).
 REDIS_KEY_PREFIX = "mmspec:examples:"
 
-PROFILES: tuple[str, ...] = ("ci", "dev", "thorough", "mutation", "grading")
+PROFILES: tuple[str, ...] = ("ci", "dev", "thorough", "mutation", "grading", "crosshair")
 DEFAULT_PROFILE = "ci"
 
 #: Profiles whose database is the adapter's own directory (see :func:`settings_for`).
@@ -114,13 +118,41 @@ settings.register_profile(
     **_COMMON,
 )
 
+class ProfileUnavailableError(ValueError):
+    """The profile needs a package this interpreter lacks (``crosshair``)."""
+
+
+# The backend exists only where hypothesis-crosshair is installed (.venv-crosshair):
+# elsewhere the profile is left unregistered and settings_for says how to get it. No
+# shrinking or explain phase: CrossHair's counterexamples are already concrete and small.
+# Hypothesis counts test cases (max_examples), but hypothesis-crosshair bounds each path
+# by CPU time (2.5 s without a deadline): a path cut short is discarded, not failed.
+try:
+    settings.register_profile(
+        "crosshair",
+        backend="crosshair",
+        phases=(Phase.explicit, Phase.generate),
+        database=None,
+        max_examples=100,
+        stateful_step_count=30,
+        **_COMMON,
+    )
+except InvalidArgument:
+    pass  # hypothesis-crosshair is not installed in this interpreter
+
 
 def settings_for(profile: str, adapter_id: str) -> settings:
     """The settings ``profile`` runs under for the adapter whose identity is
     ``adapter_id`` (:attr:`properties.loader.LoadedAdapter.identity`)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
-    base = settings.get_profile(profile)
+    try:
+        base = settings.get_profile(profile)
+    except InvalidArgument:  # only the crosshair profile can be unregistered
+        raise ProfileUnavailableError(
+            f"profile {profile!r} needs hypothesis-crosshair, installed in .venv-crosshair "
+            "only: run `make crosshair-properties` (docs/crosshair.md)"
+        ) from None
     if profile in _WITH_DATABASE:
         return settings(base, database=example_database(adapter_id))
     return base
