@@ -26,7 +26,8 @@ verify: $(VENV)/.installed
 list: $(VENV)/.installed
 	$(RUN) -m properties list
 
-test: $(VENV)/.installed
+# fuzz-setup: atheris and the Debian redis-server, for tests/test_fuzz_redis.py (docs/fuzz.md)
+test: $(VENV)/.installed fuzz-setup
 	$(RUN) -m pytest -q
 	$(RUN) -m properties.kill_matrix
 	$(MAKE) --no-print-directory typecheck lint
