@@ -376,3 +376,19 @@ def _unavailable(component: str) -> Callable[..., Any]:
         raise NotImplementedError(f"no implementation provides the {component} component")
 
     return factory
+
+
+def make_siblings_importable(adapter_ref: str) -> None:
+    """A student's adapter imports their own modules from the folder it lies in; that
+    folder goes *after* the checkout on ``sys.path``, so it cannot shadow spec/. A folder
+    inside the checkout is not added: its modules are importable as packages already, and
+    ``adapters/`` on the path would make ``adapters/torch`` shadow the real torch."""
+    if not (adapter_ref.endswith(".py") or "/" in adapter_ref or "\\" in adapter_ref):
+        return
+    path = Path(adapter_ref).resolve()
+    folder = path.parent
+    if not path.exists() or folder == CHECKOUT_ROOT or CHECKOUT_ROOT in folder.parents:
+        return
+    if str(folder) not in sys.path:
+        sys.path.append(str(folder))
+

@@ -62,10 +62,13 @@ def test_plain_data_and_the_specs_dataclasses_cross_unchanged() -> None:
         snapshot,
         [1, (2, "x"), {"k": b"v"}, {1.5, None}, frozenset({True})],
         ("\x00nd", "a user tuple that looks like a tag"),
+        # a prompt that is not a list or tuple must reach the processor as it is (EXP-4)
+        range(1, 9, 3),
     ]
     for value in values:
         assert _crossed(value) == value
     assert type(_crossed(view)) is RequestView
+    assert type(_crossed(range(2))) is range
 
 
 @pytest.mark.parametrize(

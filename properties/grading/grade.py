@@ -21,7 +21,6 @@ reproducer script (:mod:`properties.grading.reproducer`).
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,6 +50,7 @@ from properties.loader import (
     LoadedAdapter,
     build_parts,
     load_adapter,
+    make_siblings_importable,
 )
 from properties.profiles import PROFILES
 from properties.runner import (
@@ -196,7 +196,7 @@ def grade(
     session: IsolatedSession | None = None
     try:
         if isolation is None:
-            _make_siblings_importable(adapter_ref)
+            make_siblings_importable(adapter_ref)
             loaded = load_adapter(adapter_ref)
         else:
             session = IsolatedSession(adapter_ref, isolation)
@@ -316,17 +316,6 @@ def _selected(rubric: Rubric, only: Sequence[str] | None) -> list[RubricItem]:
     return [
         item for item in rubric.items if item.name in wanted or wanted & set(item.clauses)
     ]
-
-
-def _make_siblings_importable(adapter_ref: str) -> None:
-    """A student's adapter imports their own modules from the folder it lies in; that
-    folder goes *after* the checkout on ``sys.path``, so it cannot shadow spec/."""
-    if not (adapter_ref.endswith(".py") or "/" in adapter_ref or "\\" in adapter_ref):
-        return
-    path = Path(adapter_ref).resolve()
-    folder = str(path.parent)
-    if path.exists() and folder not in sys.path:
-        sys.path.append(folder)
 
 
 def _runner_progress(say: Progress) -> Callable[[int, int, str, PropertyResult | None], None]:

@@ -105,9 +105,9 @@ class _Child:
         raise wire.WireError(f"unknown request {op!r}")
 
     def load(self, ref: str, fallback_ref: str | None) -> tuple[Any, ...]:
-        from properties.loader import AdapterLoadError, load_adapter
+        from properties.loader import AdapterLoadError, load_adapter, make_siblings_importable
 
-        _make_siblings_importable(ref)
+        make_siblings_importable(ref)
         try:
             loaded = load_adapter(ref)
             self.fallback = load_adapter(fallback_ref).adapter if fallback_ref else None
@@ -233,15 +233,6 @@ def _location(error: BaseException) -> str:
     except ValueError:
         where = last.filename
     return f"{where}:{last.lineno} in {last.name}"
-
-
-def _make_siblings_importable(ref: str) -> None:
-    """As the in-process grader does: the adapter's folder goes after the checkout."""
-    if not (ref.endswith(".py") or "/" in ref or "\\" in ref):
-        return
-    path = Path(ref).resolve()
-    if path.exists() and str(path.parent) not in sys.path:
-        sys.path.append(str(path.parent))
 
 
 def _set_limits(memory_bytes: int, cpu_seconds: int) -> None:

@@ -1,7 +1,7 @@
 """The plain data that crosses the pipe between the grader and the isolated child.
 
 Only these values cross: ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes``,
-tuples, lists, dicts, sets, frozensets of them, and three tagged forms (a tuple whose
+tuples, lists, dicts, sets, frozensets of them, and four tagged forms (a tuple whose
 first element is a tag string starting with NUL):
 
 - a numpy array: ``(ND, dtype.str, shape, layout, data bytes in C order, id)`` where the
@@ -13,6 +13,9 @@ first element is a tag string starting with NUL):
 - a dataclass of the spec (``PlaceholderRange``, ``RequestView``, ``StepOutput``, ...):
   ``(DC, class name, field values in declaration order)``, rebuilt by the receiver
   through the class's own constructor, so its validation runs again;
+- a ``range``: ``(RANGE, start, stop, step)`` (properties hand one to a processor on
+  purpose: a prompt that is not a list or tuple must be refused, EXP-4, so arguments
+  cross as they are, never normalised);
 - a component handle: ``(HANDLE, number)``; and a user tuple that happens to start with
   a tag-like string: ``(ESCAPED, items)``.
 
@@ -50,6 +53,7 @@ NP = "\x00np"
 DC = "\x00dc"
 HANDLE = "\x00h"
 ESCAPED = "\x00tuple"
+RANGE = "\x00range"
 
 #: numpy dtype kinds that may cross: bool, signed/unsigned ints, floats, complex.
 NUMERIC_KINDS = frozenset("biufc")
@@ -132,6 +136,8 @@ def _encode(
         if scalar.dtype.kind not in NUMERIC_KINDS:
             raise WireError(f"a numpy scalar of dtype {scalar.dtype} cannot cross")
         return (NP, scalar.dtype.str, scalar.tobytes())
+    if isinstance(value, range):  # range cannot be subclassed
+        return (RANGE, value.start, value.stop, value.step)
     base = _spec_base(type(value))
     if base is not None:
         return (DC, _DATACLASS_NAMES[base], tuple(again(getattr(value, f)) for f in _FIELDS[base]))
@@ -278,6 +284,8 @@ def _tagged(
         if cls is None or type(data[2]) is not tuple or len(data[2]) != len(_FIELDS[cls]):
             raise WireError(f"not a dataclass of the spec: {data[1]!r}")
         return cls(*(from_wire(x, resolve_handle, on_array) for x in data[2]))
+    if tag == RANGE and len(data) == 4 and all(type(x) is int for x in data[1:]) and data[3]:
+        return range(data[1], data[2], data[3])
     if tag == HANDLE and len(data) == 2 and type(data[1]) is int and resolve_handle:
         return resolve_handle(data[1])
     raise WireError(f"unknown tagged value {tag!r}")
