@@ -189,7 +189,7 @@ bench-isolation: $(VENV)/.installed
 	$(RUN) benchmarks/isolation_overhead.py
 
 # --- exhaustive small-scope checking (docs/exhaustive.md) ---
-# make exhaustive [ADAPTER=...] [EXHAUSTIVE_SCOPE=default|bounded]: every reachable state of
+# make exhaustive [ADAPTER=...] [EXHAUSTIVE_SCOPE=default|bounded|full]: every reachable state of
 # the encoder cache manager and engine loop machines within SPEC.md's scopes (minutes);
 # `make verify` runs the bounded scope (seconds).
 .PHONY: exhaustive

@@ -243,3 +243,12 @@ def test_the_command_line_prints_the_scope_the_states_and_the_path(
     assert "  1. add r1: [X], 1 to generate" in out
     assert "--only EngineMachine --exhaustive bounded" in out
     assert main(argv) == 0  # the reference
+
+
+def test_the_full_scope_is_the_default_scenarios_to_depth_eight() -> None:
+    full, default = SCOPES["full"], SCOPES["default"]
+    assert full.ecm.depth == 8
+    assert full.ecm.scenarios() == default.ecm.scenarios()
+    assert full.ecm.capacities == (1, 2, 3, 4, 5, 6) and full.ecm.sizes == (1, 2, 3)
+    assert full.engine == default.engine
+
