@@ -380,15 +380,17 @@ def _unavailable(component: str) -> Callable[..., Any]:
 
 def make_siblings_importable(adapter_ref: str) -> None:
     """A student's adapter imports their own modules from the folder it lies in; that
-    folder goes *after* the checkout on ``sys.path``, so it cannot shadow spec/. A folder
-    inside the checkout is not added: its modules are importable as packages already, and
-    ``adapters/`` on the path would make ``adapters/torch`` shadow the real torch."""
+    folder goes *after* the checkout on ``sys.path``, so it cannot shadow spec/. A
+    package folder of the checkout (``adapters/``, ``adapters/zoo/``) is not added: its
+    modules import through the package already, and ``adapters/`` on the path would make
+    ``adapters/torch`` shadow the real torch for every later ``import torch``."""
     if not (adapter_ref.endswith(".py") or "/" in adapter_ref or "\\" in adapter_ref):
         return
     path = Path(adapter_ref).resolve()
     folder = path.parent
-    if not path.exists() or folder == CHECKOUT_ROOT or CHECKOUT_ROOT in folder.parents:
+    if not path.exists() or str(folder) in sys.path:
         return
-    if str(folder) not in sys.path:
-        sys.path.append(str(folder))
-
+    in_checkout = folder == CHECKOUT_ROOT or CHECKOUT_ROOT in folder.parents
+    if in_checkout and (folder / "__init__.py").exists():
+        return
+    sys.path.append(str(folder))

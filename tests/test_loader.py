@@ -213,3 +213,19 @@ def test_arity_rule_on_real_protocols() -> None:
     problem = arity_problem(SchedulingHook.try_schedule_encoder_inputs, hook)
     assert problem is not None and "may pass 6" in problem
     assert arity_problem(Hasher.hash_item, _bound(lambda self, data, options=None: "")) is None
+
+
+def test_an_adapters_own_folder_is_importable_but_never_a_package_of_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from properties.loader import CHECKOUT_ROOT, make_siblings_importable
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    make_siblings_importable(str(CHECKOUT_ROOT / "adapters" / "torch"))
+    make_siblings_importable(str(CHECKOUT_ROOT / "adapters" / "zoo" / "hash_by_length.py"))
+    assert str(CHECKOUT_ROOT / "adapters") not in sys.path  # would shadow the real torch
+    assert str(CHECKOUT_ROOT / "adapters" / "zoo") not in sys.path
+    student = tmp_path / "adapter.py"
+    student.write_text("ADAPTER = None\n")
+    make_siblings_importable(str(student))
+    assert sys.path[-1] == str(tmp_path)  # after the checkout: it cannot shadow spec/
