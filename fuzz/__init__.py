@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of the registered properties (DESIGN.md, docs/fuzz.md).
+"""Coverage-guided fuzzing of the registered properties (docs/fuzz.md).
 
 atheris (libFuzzer's engine for Python) mutates byte strings; Hypothesis'
 ``fuzz_one_input`` turns each into one test case of a property, and saves a failing one

@@ -72,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="run only these properties (or the properties of these clause ids)",
     )
+    run.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="run every property under a seed derived from N instead of the profile's own "
+        "derandomized seed: another, equally repeatable run (a failure's replay command "
+        "carries the seed)",
+    )
     _add_vllm_and_baseline_options(run)
     add_isolation_options(run, isolated_by_default=False)
     add_exhaustive_option(run)
@@ -88,14 +96,17 @@ def _verify(
     baseline: str | None = None,
     replay_options: str = "",
     isolation: Limits | None = None,
+    seed: int | None = None,
 ) -> int:
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
         if isolation is None:
-            report = verify(adapter, profile, only, progress=_progress)
+            report = verify(adapter, profile, only, progress=_progress, seed=seed)
         else:
             with IsolatedSession(adapter, isolation) as session:
-                report = verify(adapter, profile, only, progress=_progress, session=session)
+                report = verify(
+                    adapter, profile, only, progress=_progress, session=session, seed=seed
+                )
                 show_submission_output(session.submission_output())
     except (
         AdapterLoadError,
@@ -160,7 +171,9 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
             adapter = _VLLM_ADAPTER
         replay = f" --vllm-src {os.path.abspath(tree)}"
     if args.exhaustive:
-        return _verify_exhaustive(args, adapter, replay)
+        return _verify_exhaustive(args, adapter, replay)  # deterministic: no seed to take
+    if args.seed is not None:
+        replay += f" --seed {args.seed}"
     return _verify(
         adapter,
         args.profile,
@@ -169,6 +182,7 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         args.baseline,
         replay,
         limits_from(args),
+        args.seed,
     )
 
 

@@ -1,7 +1,7 @@
 """Strategies for ``EngineMachine`` (SYS): small engine configurations, image
 universes sized against them, and prompts built from text runs and images.
 
-They aim at the edges DESIGN.md section 5 names: budgets of exactly an item's size, a
+They aim at the edges the SYS clauses turn on: budgets of exactly an item's size, a
 cache that holds one or two images, images at position 0 and next to each other, the
 same image twice in one prompt and across prompts, ``is_embed`` masks with break tokens
 anywhere, images of equal shape with different pixels, and an image that can never fit

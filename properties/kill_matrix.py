@@ -1,4 +1,4 @@
-"""The kill matrix: which property catches which zoo entry (DESIGN.md section 5).
+"""The kill matrix: which property catches which zoo entry (docs/zoo.md).
 
 For every zoo entry, every property that exercises a component the entry replaces (its
 ``subject`` or ``uses`` meets the entry's ADAPTER fields) runs against it under the

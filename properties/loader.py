@@ -1,11 +1,12 @@
 """Load an adapter and check it against the Protocols before anything runs.
 
-DESIGN.md section 4: an adapter is a module (an importable name, a ``.py`` file or a
-package directory) exposing ``ADAPTER``, a :class:`spec.adapter.Adapter`. A malformed
-adapter fails here, at once, with *every* problem listed — module missing, attribute
-missing, wrong type, a factory that is not callable or raises, a component missing a
-method or property of its Protocol, a method with the wrong arity — so that a student
-fixes them in one round instead of meeting them one traceback at a time mid-run.
+The adapter contract (spec/adapter.py): an adapter is a module (an importable name, a
+``.py`` file or a package directory) exposing ``ADAPTER``, a
+:class:`spec.adapter.Adapter`. A malformed adapter fails here, at once, with *every*
+problem listed — module missing, attribute missing, wrong type, a factory that is not
+callable or raises, a component missing a method or property of its Protocol, a method
+with the wrong arity — so that a student fixes them in one round instead of meeting them
+one traceback at a time mid-run.
 
 :func:`build_parts` then composes the adapter's factories with the reference's for the
 components the adapter does not provide, recording who stands behind each.

@@ -1,4 +1,4 @@
-"""Hypothesis settings profiles (DESIGN.md section 5).
+"""Hypothesis settings profiles (README.md, docs/grading.md).
 
 - ``ci``: derandomized, no example database, fast — the whole suite well within a
   minute on two cores. Same adapter, same verdicts, every time.

@@ -379,11 +379,18 @@ def no_partial_item_when_disabled(run: HookRun) -> None:
     stop = run.expected.stop
     if stop is not None and stop[0] == "rollback":
         offset = run.request.items[stop[1]].mm_position.offset
+        shifted = max(0, offset - c - sc.shift)
+        target = f"max(0, {offset} - {c} - {sc.shift}) = {shifted}"
+        if run.expected.num_new_tokens != shifted:
+            target += (
+                f", which would end inside the item before it, so that item's end: "
+                f"{c + run.expected.num_new_tokens} - {c} = {run.expected.num_new_tokens}"
+            )
         check(
             got == run.expected.num_new_tokens,
             "SCH-6",
             f"the chunk would end inside {run.label(stop[1])}: it must be rolled back to "
-            f"max(0, {offset} - {c} - {sc.shift}) = {run.expected.num_new_tokens}; got {got}",
+            f"{target}; got {got}",
         )
 
 
@@ -441,12 +448,34 @@ sch_whole_item_charged = hook_property(
 sch_doorstep_truncation = hook_property(
     "sch_doorstep_truncation", "SCH-5", doorstep_truncation, focus="doorstep"
 )
+#: Two adjacent images, a drafter shift of 1 and a chunk ending inside the second: the
+#: shifted rollback (0 + 3 -> 2 - 0 - 1 = 1) would cut the first image in half; the chunk
+#: must end at its end (2). Found by the seed sweep (`make seed-sweep`), seed 271828.
+_ADJACENT_IMAGES_WITH_SHIFT = HookScenario(
+    request=RequestView(
+        REQUEST_ID,
+        (
+            MultiModalItem("A", PlaceholderRange(0, 2)),
+            MultiModalItem("A", PlaceholderRange(2, 2)),
+        ),
+    ),
+    prompt_len=4,
+    cache_size=2,
+    others=(),
+    prep=(),
+    num_computed_tokens=0,
+    num_new_tokens=3,
+    encoder_compute_budget=4,
+    shift=1,
+    disable_chunked_mm_input=True,
+)
 sch_no_partial_item_when_disabled = hook_property(
     "sch_no_partial_item_when_disabled",
     "SCH-6",
     no_partial_item_when_disabled,
     disable_chunked_mm_input=True,  # the clause is about this setting only
     focus="partial",
+    examples=(_ADJACENT_IMAGES_WITH_SHIFT,),
 )
 sch_budget_accounting = hook_property("sch_budget_accounting", "SCH-7", budget_accounting)
 #: The window starts on the break token that ends image A and runs into image B next to

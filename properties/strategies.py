@@ -1,4 +1,4 @@
-"""Hypothesis strategies shared by the properties and state machines (DESIGN.md section 5:
+"""Hypothesis strategies shared by the properties and state machines (the
 "strategies that aim").
 
 Each strategy aims at the cases where serving engines break rather than at uniform

@@ -39,12 +39,14 @@ class EncoderCacheManager:
     **References** are kept per ``(request, input_id)``. A request references hash
     ``h`` while at least one of its items carrying ``h`` is referenced. When a request
     takes a reference on ``h`` through item ``i`` (a hit in
-    ``check_and_update_cache``, or ``allocate``), *every* item of that request
-    carrying ``h`` becomes referenced: the same image twice in one prompt is served
-    by one entry, and the entry must stay until the request's last use of it (ECM-6).
-    ``free_encoder_input(r, i)`` releases item ``i`` only; ``free(r)`` releases all
-    of them (finish, abort, preemption). ``get_cached_input_ids(r)`` lists the
-    referenced items.
+    ``check_and_update_cache``, or ``allocate``), item ``i`` *only* becomes
+    referenced: another item of the request carrying ``h`` takes its own reference
+    when the scheduler reaches it (an item that has not been reached must not pin the
+    entry: pinning ahead of use can deadlock, SYS-8). The same image twice in one
+    prompt is served by one entry, and the entry stays until the last of the items
+    that took a reference is released (ECM-6). ``free_encoder_input(r, i)`` releases
+    item ``i`` only; ``free(r)`` releases all of them (finish, abort, preemption).
+    ``get_cached_input_ids(r)`` lists the referenced items.
 
     **Freeable.** When the last request stops referencing ``h``, ``h`` is appended to
     ``freeable`` (an ``OrderedDict`` ``mm_hash -> num_embeds``), so ``freeable`` is
@@ -128,7 +130,7 @@ class EncoderCacheManager:
 
     def check_and_update_cache(self, request: RequestView, input_id: int) -> bool:
         """True iff the item's hash is held; the request then references it through
-        every item carrying it (ECM-3, ECM-6). Raises ``EmbedCountMismatchError`` and
+        this item (ECM-3, ECM-6). Raises ``EmbedCountMismatchError`` and
         changes nothing when the held entry has another size (HASH-6)."""
         mm_hash, _ = self._item(request, input_id)
         if mm_hash not in self._cached:

@@ -1,4 +1,4 @@
-"""The adapter contract (DESIGN.md section 4).
+"""The adapter contract (docs/grading.md, "Wrap your build in the template", for students).
 
 An adapter is a module (importable name or ``.py`` path) with one attribute,
 ``ADAPTER``, an :class:`Adapter`. Each field is a factory for one component, or

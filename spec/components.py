@@ -1,4 +1,5 @@
-"""The typed interfaces every implementation is held to (DESIGN.md section 4).
+"""The typed interfaces every implementation is held to (spec/SPEC.md names the clauses;
+spec/adapter.py the contract that bundles them).
 
 One ``Protocol`` per component. Method names and argument order follow vLLM v0.22.1
 where it has the component, so that the vLLM adapter is a thin shim. The adapter
@@ -86,8 +87,10 @@ class EncoderCacheManager(Protocol):
     Observable state: ``cached`` (mm_hash -> ids of the requests referencing it; an
     empty set means unreferenced but still held), ``freeable`` (unreferenced entries,
     least recently released first, with their sizes), ``num_free_slots``,
-    ``num_freeable_slots``. A request's reference to a hash covers every item of that
-    request with that hash and lasts until each of them has been released (ECM-6).
+    ``num_freeable_slots``. A request references a hash through each of its items that
+    took a reference (a hit in ``check_and_update_cache``, or ``allocate``) — not
+    through its other items with that hash — and stops referencing it when every item
+    that took one has been released (ECM-6).
     """
 
     @property
@@ -111,7 +114,7 @@ class EncoderCacheManager(Protocol):
 
     def check_and_update_cache(self, request: RequestView, input_id: int) -> bool:
         """True iff the item's output is held; then the request takes a reference.
-        Raises ``EmbedCountMismatchError`` if the held entry has another size (HASH-5)."""
+        Raises ``EmbedCountMismatchError`` if the held entry has another size (HASH-6)."""
         ...
 
     def can_allocate(

@@ -27,7 +27,7 @@ class InvalidRangeError(InvalidInputError):
 
 class EmbedCountMismatchError(SpecError, ValueError):
     """The same ``mm_hash`` was presented with a different embedding count than the
-    cached entry holds (HASH-5). Accepting it would mis-account the cache."""
+    cached entry holds (HASH-6). Accepting it would mis-account the cache."""
 
 
 class SpliceCountError(SpecError, ValueError):

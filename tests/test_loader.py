@@ -1,4 +1,4 @@
-"""The adapter loader (DESIGN.md section 4): a malformed adapter fails at once with one
+"""The adapter loader (spec/adapter.py): a malformed adapter fails at once with one
 message listing everything that is wrong, and the CLI exits 2 with that message."""
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ def test_malformed_requests_are_invalid_input() -> None:
 
 
 def test_engine_machine_runs_for_an_adapter_with_only_a_cache_manager(tmp_path: Path) -> None:
-    """DESIGN.md section 4: a cache manager alone is checked inside the reference loop
+    """A cache manager alone is checked inside the reference loop
     (the machine is "subject_any"), and the report names who stood behind each part."""
     spec = REGISTRY["EngineMachine"]
     assert spec.subject_any and "encoder_cache_manager" in spec.subject

@@ -1,6 +1,6 @@
 """Sanity tests of the shared strategies (properties/strategies.py) and the token-count
 oracles (properties/oracles.py): the strategies produce what their names promise, and
-they do reach the hard cases they aim at (DESIGN.md section 5)."""
+they do reach the hard cases they aim at (docs/zoo.md: what each strategy must reach)."""
 
 from __future__ import annotations
 

@@ -67,6 +67,20 @@ def rows_in_window(item: MultiModalItem, computed: int, window_end: int) -> int:
     )
 
 
+def rollback_target(
+    items: tuple[MultiModalItem, ...], index: int, computed: int, shift: int
+) -> int:
+    """SCH-6: ``t = max(0, offset - computed - s)`` for the item at ``index``; if
+    ``computed + t`` ends strictly inside the previous item and that item starts at or
+    after ``computed``, the previous item's end minus ``computed``."""
+    target = max(0, items[index].mm_position.offset - computed - shift)
+    for earlier in items[:index]:
+        pos = earlier.mm_position
+        if computed <= pos.offset < computed + target < pos.end:
+            return pos.end - computed
+    return target
+
+
 def expected_decision(
     request: RequestView,
     num_computed_tokens: int,
@@ -93,8 +107,9 @@ def expected_decision(
             out.outcomes[i] = "unreached"
         elif disable_chunked_mm_input and computed <= offset and computed + new < end:
             # SCH-6: the chunk would end inside the item: roll back before it (and
-            # before the drafter's look-ahead reaches it).
-            out.num_new_tokens = max(0, offset - computed - shift)
+            # before the drafter's look-ahead reaches it) -- but never into the item
+            # before it, which the proposed chunk covered whole.
+            out.num_new_tokens = rollback_target(request.items, i, computed, shift)
             out.stop = ("rollback", i)
             out.outcomes[i] = "rolled_back"
         elif item.mm_hash in planned_hashes:
