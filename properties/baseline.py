@@ -235,10 +235,21 @@ def differences(baseline: SavedVerdicts, current: SavedVerdicts) -> list[Differe
         if old == new:
             continue
         old_ok, new_ok = old in _ACCEPTED_VALUES, new in _ACCEPTED_VALUES
-        kind = "fixed" if new_ok and not old_ok else "broke" if old_ok and not new_ok else "changed"
+        worse = new != "—" and _badness(new) > _badness(old)
+        kind = "broke" if worse else "fixed" if new_ok and not old_ok and new != "—" else "changed"
         messages = after[key].messages if key in after and not new_ok else ()
         found.append(Difference(key[0], key[1], old, new, kind, messages))
     return found
+
+
+def _badness(verdict: str) -> int:
+    """How bad a row's verdict is: accepted (or no row yet) 0; no verdict on the clause (blocked,
+    VACUOUS, a missing property) 1; a failure or an error 2. A row whose badness rises
+    broke — ``blocked`` to ``FAIL`` included (issue 14: per-clause verdicts turn a
+    regression hidden behind another failure into a FAIL, and the gate must see it)."""
+    if verdict in _ACCEPTED_VALUES or verdict == "—":  # "—": the row is new
+        return 0
+    return 2 if verdict in ("FAIL", "ERROR") else 1
 
 
 def render_differences(baseline: SavedVerdicts, current: SavedVerdicts) -> str:

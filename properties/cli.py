@@ -80,6 +80,14 @@ def _parser() -> argparse.ArgumentParser:
         "derandomized seed: another, equally repeatable run (a failure's replay command "
         "carries the seed)",
     )
+    run.add_argument(
+        "--set-aside",
+        nargs="+",
+        metavar="CLAUSE",
+        default=[],
+        help="judge the other clauses on the runs in which these hold: a test case that "
+        "breaks one is rejected (how a report's per-clause failures replay)",
+    )
     _add_vllm_and_baseline_options(run)
     add_isolation_options(run, isolated_by_default=False)
     add_exhaustive_option(run)
@@ -97,15 +105,19 @@ def _verify(
     replay_options: str = "",
     isolation: Limits | None = None,
     seed: int | None = None,
+    set_aside: Sequence[str] = (),
 ) -> int:
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
         if isolation is None:
-            report = verify(adapter, profile, only, progress=_progress, seed=seed)
+            report = verify(
+                adapter, profile, only, progress=_progress, seed=seed, set_aside=set_aside
+            )
         else:
             with IsolatedSession(adapter, isolation) as session:
                 report = verify(
-                    adapter, profile, only, progress=_progress, session=session, seed=seed
+                    adapter, profile, only, progress=_progress, session=session, seed=seed,
+                    set_aside=set_aside,
                 )
                 show_submission_output(session.submission_output())
     except (
@@ -159,6 +171,10 @@ def _add_vllm_and_baseline_options(run: argparse.ArgumentParser) -> None:
 
 def _verify_vllm_aware(args: argparse.Namespace) -> int:
     adapter: str = args.adapter
+    unknown = [c for c in args.set_aside if c not in load_clauses()]
+    if unknown:
+        print(f"--set-aside {' '.join(unknown)}: not clauses of SPEC.md", file=sys.stderr)
+        return EXIT_USAGE
     replay = ""
     if args.vllm or args.vllm_src:
         try:
@@ -183,6 +199,7 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         replay,
         limits_from(args),
         args.seed,
+        args.set_aside,
     )
 
 

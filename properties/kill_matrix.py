@@ -84,7 +84,7 @@ def run_entry(entry: ZooEntry) -> Row:
     registry = registered_properties()
     names = exercising(entry, registry)
     started = time.perf_counter()
-    report = verify(entry.module, PROFILE, only=names)
+    report = verify(entry.module, PROFILE, only=names, per_clause=False)  # a kill is enough
     cells: dict[str, str] = {}
     errors: dict[str, str] = {}
     for name in names:

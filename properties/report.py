@@ -23,7 +23,7 @@ def render(report: Report, replay_options: str = "") -> str:
     lines = _header(report)
     lines += ["", *_table(report)]
     for result in report.results.values():
-        if result.verdict in _NEEDS_SECTION:
+        if result.verdict in _NEEDS_SECTION or result.set_aside:
             lines += ["", *_section(report, result, replay_options)]
     missing = [row for row in report.rows if row.verdict is Verdict.MISSING]
     if missing:
@@ -94,14 +94,28 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
         if len(result.failures) > 1:
             lines.append(f"-- failure {number} of {len(result.failures)} --")
         lines += _failure(report, result, failure)
+    aside = sorted({c for f in result.failures for c in f.set_aside})
+    if result.passed:
+        lines.append(
+            f"judged on the runs in which {', '.join(aside)} held (the runs breaking them set "
+            f"aside): {', '.join(result.passed)} pass"
+        )
     blocked = [c for c in result.clauses if result.verdict_for(c) is Verdict.BLOCKED]
     if blocked:
-        lines.append(f"not checked to the end (blocked by the failure above): {', '.join(blocked)}")
+        why = result.blocked_because or "blocked by the failure above"
+        lines.append(f"not checked to the end: {', '.join(blocked)} ({why})")
     lines.append("replay:")
-    lines.append(
-        f"  python -m properties verify --adapter {report.adapter_ref} "
-        f"--profile {report.profile} --only {result.name}{replay_options}"
-    )
+    for set_aside in dict.fromkeys(f.set_aside for f in result.failures):
+        with_aside = f" --set-aside {' '.join(set_aside)}" if set_aside else ""
+        lines.append(
+            f"  python -m properties verify --adapter {report.adapter_ref} "
+            f"--profile {report.profile} --only {result.name}{with_aside}{replay_options}"
+        )
+    if not result.failures:
+        lines.append(
+            f"  python -m properties verify --adapter {report.adapter_ref} "
+            f"--profile {report.profile} --only {result.name}{replay_options}"
+        )
     return lines
 
 
@@ -117,6 +131,11 @@ def _failure(report: Report, result: PropertyResult, failure: Failure) -> list[s
             lines.append(f"{failure.clause} (not in SPEC.md)")
     else:
         lines += _clause_titles(report, result.clauses)
+    if failure.set_aside:
+        lines.append(
+            f"found on a run in which {', '.join(failure.set_aside)} held (the runs breaking "
+            "them set aside): this clause's own counterexample"
+        )
     lines.append(f"message: {failure.message}")
     if failure.counterexample:
         lines.append("counterexample:")

@@ -19,6 +19,8 @@ succeed, so the suite can never silently skip a clause.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import re
 import time
@@ -32,7 +34,7 @@ from typing import TYPE_CHECKING
 from hypothesis.errors import FlakyFailure
 
 from properties.catalog import registered_properties
-from properties.framework import ClauseViolation, Parts, PropertySpec, Runnable
+from properties.framework import ClauseViolation, Parts, PropertySpec, Runnable, setting_aside
 from properties.loader import (
     NOT_PROVIDED,
     REFERENCE_REF,
@@ -78,6 +80,9 @@ class Failure:
     counterexample: tuple[str, ...]
     #: ``@reproduce_failure(...)`` when Hypothesis printed one.
     reproduce: str | None = None
+    #: The clauses whose violations the run that found it set aside (per-clause
+    #: verdicts: see :func:`run_property`); its replay needs ``--set-aside`` them.
+    set_aside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,13 +99,23 @@ class PropertyResult:
     #: Why a run is VACUOUS or not provided.
     detail: str = ""
     seconds: float = 0.0
+    #: Clauses judged ``pass`` on the runs that set the failing clauses aside.
+    passed: tuple[str, ...] = ()
+    #: Why the clauses neither failed nor passed are ``blocked``.
+    blocked_because: str = ""
+    #: Clauses set aside on request (``--set-aside``): never judged, so ``blocked``.
+    set_aside: tuple[str, ...] = ()
 
     def verdict_for(self, clause: str) -> Verdict:
         """This property's verdict on one of its clauses."""
+        if clause in self.set_aside:
+            return Verdict.BLOCKED
         if self.verdict not in (Verdict.FAIL, Verdict.ERROR):
             return self.verdict
         if any(f.verdict is Verdict.FAIL and f.clause == clause for f in self.failures):
             return Verdict.FAIL
+        if clause in self.passed:
+            return Verdict.PASS
         if any(f.verdict is Verdict.ERROR for f in self.failures):
             return Verdict.ERROR
         return Verdict.BLOCKED
@@ -167,6 +182,8 @@ def run_property(
     seed: int | None = None,
     replay: tuple[str, bytes] | None = None,
     transform: RunnableTransform | None = None,
+    set_aside: Sequence[str] = (),
+    per_clause: bool = True,
 ) -> PropertyResult:
     """Run ``spec`` on ``parts`` under ``profile`` and classify the outcome.
 
@@ -174,8 +191,86 @@ def run_property(
     ``seed``: run under :func:`property_seed` of it instead of the profile's own
     derandomized seed (a different, equally repeatable run). ``replay``: the
     ``(version, blob)`` of a ``@reproduce_failure``: run just that one test case.
-    ``transform``: see :data:`RunnableTransform`.
+    ``transform``: see :data:`RunnableTransform`. ``set_aside``: clauses whose
+    violations reject a test case instead of failing it (``--set-aside``).
+
+    Per-clause verdicts (``per_clause``, issue 14): a property that checks several
+    clauses stops at the first violated one. When the run fails only on clauses (no
+    error), it is run again, same seed, with those clauses set aside
+    (:func:`properties.framework.setting_aside`), and again with each new failing clause,
+    until a run passes (the clauses it checked pass), fails on no new clause, or cannot
+    go on; every failing clause gets its own shrunk counterexample. A clause is left
+    ``blocked`` only when no test case could judge it without breaking a set-aside clause
+    first, and ``blocked_because`` says which. Not with ``replay`` (one test case) or a
+    ``transform`` (the exhaustive search reports one shortest path).
     """
+    once = functools.partial(
+        _run_once, spec, parts, profile, adapter_id, transitions, seed, replay, transform
+    )
+    result = once(tuple(set_aside))
+    if not per_clause or replay is not None or transform is not None:
+        return result
+    failures, aside, extra = list(result.failures), tuple(set_aside), 0.0
+    if result.verdict is not Verdict.FAIL or any(f.verdict is not Verdict.FAIL for f in failures):
+        return result
+    while True:
+        newly_failed = dict.fromkeys(f.clause for f in failures if f.clause is not None)
+        aside += tuple(c for c in newly_failed if c not in aside)
+        remaining = tuple(c for c in spec.clauses if c not in aside)
+        if not remaining:
+            return _combined(result, failures, (), "", extra)
+        again = once(aside)
+        extra += again.seconds
+        if again.verdict is Verdict.PASS:
+            return _combined(result, failures, remaining, "", extra)
+        new = [f for f in again.failures if f.verdict is Verdict.FAIL and f.clause not in aside]
+        if again.verdict is Verdict.FAIL and new and len(new) == len(again.failures):
+            failures += new
+            continue
+        return _combined(result, failures, (), _why_not_judged(again, aside), extra)
+
+
+def _combined(
+    first: PropertyResult,
+    failures: list[Failure],
+    passed: tuple[str, ...],
+    blocked_because: str,
+    extra_seconds: float,
+) -> PropertyResult:
+    return dataclasses.replace(
+        first,
+        verdict=Verdict.FAIL,
+        failures=tuple(failures),
+        passed=passed,
+        blocked_because=blocked_because or first.blocked_because,
+        seconds=first.seconds + extra_seconds,
+    )
+
+
+def _why_not_judged(again: PropertyResult, aside: tuple[str, ...]) -> str:
+    """Why the clauses a run with ``aside`` set aside could not judge stay blocked."""
+    broken = ", ".join(aside)
+    if again.verdict is Verdict.VACUOUS:
+        return f"with runs that break {broken} set aside, the rest was vacuous: {again.detail}"
+    first = next(iter(again.failures), None)
+    if first is not None and first.message.startswith("Hypothesis stopped the run"):
+        return f"every run breaks {broken} before it can judge them ({first.message})"
+    reason = first.message if first is not None else again.detail
+    return f"with runs that break {broken} set aside, the run ended in an error: {reason}"
+
+
+def _run_once(
+    spec: PropertySpec,
+    parts: Parts,
+    profile: str,
+    adapter_id: str,
+    transitions: Mapping[str, tuple[str, ...]] | None,
+    seed: int | None,
+    replay: tuple[str, bytes] | None,
+    transform: RunnableTransform | None,
+    set_aside: tuple[str, ...],
+) -> PropertyResult:
+    """One run of ``spec`` (see :func:`run_property`), ``set_aside`` clauses set aside."""
     declared_by_machine = load_transitions() if transitions is None else transitions
     settings = settings_for(profile, adapter_id)
     started = time.perf_counter()
@@ -196,6 +291,8 @@ def run_property(
             transitions,
             detail,
             seconds=time.perf_counter() - started,
+            set_aside=set_aside,
+            blocked_because=f"set aside: --set-aside {' '.join(set_aside)}" if set_aside else "",
         )
 
     try:
@@ -213,9 +310,10 @@ def run_property(
     runnable.seed = None if seed is None else property_seed(seed, spec.name)
     runnable.replay = replay
     try:
-        runnable.run(settings)
+        with setting_aside(set_aside):
+            runnable.run(settings)
     except Exception as e:  # noqa: BLE001 - every outcome is classified below
-        failures = tuple(_classify(e, spec))
+        failures = tuple(_classify(e, spec, set_aside))
         verdict = (
             Verdict.FAIL if any(f.verdict is Verdict.FAIL for f in failures) else Verdict.ERROR
         )
@@ -269,13 +367,17 @@ def _counts(
     return tuple((name, reached.get(name, 0)) for name in declared)
 
 
-def _classify(error: BaseException, spec: PropertySpec) -> Iterator[Failure]:
+def _classify(
+    error: BaseException, spec: PropertySpec, set_aside: tuple[str, ...] = ()
+) -> Iterator[Failure]:
     """One :class:`Failure` per distinct failure inside ``error``."""
     for leaf, notes in _leaves(error, ()):
         counterexample, reproduce = _split_notes(notes)
         if isinstance(leaf, ClauseViolation):
             if leaf.clause in spec.clauses:
-                yield Failure(Verdict.FAIL, leaf.clause, leaf.detail, counterexample, reproduce)
+                yield Failure(
+                    Verdict.FAIL, leaf.clause, leaf.detail, counterexample, reproduce, set_aside
+                )
             else:
                 message = (
                     f"the property reported a violation of {leaf.clause}, which it does not "
@@ -370,13 +472,16 @@ def verify(
     seed: int | None = None,
     session: IsolatedSession | None = None,
     transform: RunnableTransform | None = None,
+    set_aside: Sequence[str] = (),
+    per_clause: bool = True,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
 
     Raises :class:`~properties.loader.AdapterLoadError` for a malformed adapter (or
     fallback) and :class:`UnknownSelectionError` for an unknown ``only`` name.
-    ``seed``, ``transform``: see :func:`run_property`. ``session``: run the adapter
+    ``seed``, ``transform``, ``set_aside``, ``per_clause``: see :func:`run_property`
+    (``set_aside`` applies to the properties that check those clauses). ``session``: run the adapter
     isolated in that session's child process (:mod:`properties.isolation`; it must be for
     ``adapter_ref``): the adapter is never imported here, and each property gets a live child.
     """
@@ -404,8 +509,10 @@ def verify(
             progress(index, len(to_run), name, None)
         if session is not None:
             session.begin_property(name)
+        spec = registry[name]
         results[name] = _run_if_provided(
-            registry[name], loaded, parts, profile, transitions, seed, transform
+            spec, loaded, parts, profile, transitions, seed, transform,
+            tuple(c for c in set_aside if c in spec.clauses), per_clause,
         )
         if progress:
             progress(index, len(to_run), name, results[name])
@@ -455,6 +562,8 @@ def _run_if_provided(
     transitions: Mapping[str, tuple[str, ...]] | None,
     seed: int | None = None,
     transform: RunnableTransform | None = None,
+    set_aside: tuple[str, ...] = (),
+    per_clause: bool = True,
 ) -> PropertyResult:
     absent = [c for c in spec.subject if not loaded.provides(c)]
     if spec.subject_any and len(absent) < len(spec.subject):
@@ -477,7 +586,7 @@ def _run_if_provided(
         )
     return run_property(
         spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
-        transform=transform,
+        transform=transform, set_aside=set_aside, per_clause=per_clause,
     )
 
 

@@ -102,13 +102,22 @@ def prepare_cache(
         req = requests[op.request_id]
         if op.kind == "take":
             hit = cache.check_and_update_cache(req, op.input_id)
+            held = model.check_and_update_cache(req, op.input_id) is not None
             agree(
-                hit == (model.check_and_update_cache(req, op.input_id) is not None), op.describe()
+                hit == held,
+                f"'{op.describe()}': check_and_update_cache returned {hit}, but the entry is "
+                f"{'held' if held else 'not held'} (ECM-3)",
             )
             if not hit:
                 n = req.items[op.input_id].num_embeds
                 granted = cache.can_allocate(req, op.input_id, n, 0)
-                agree(granted == model.can_allocate(n, n, 0)[0], op.describe())
+                fits = model.can_allocate(n, n, 0)[0]
+                agree(
+                    granted == fits,
+                    f"'{op.describe()}': can_allocate returned {granted}; with "
+                    f"{model.num_freeable_slots} freeable slots for {n} embeddings it must "
+                    f"return {fits} (ECM-4)",
+                )
                 if granted:
                     cache.allocate(req, op.input_id)
                     model.allocate(req, op.input_id)
@@ -121,10 +130,27 @@ def prepare_cache(
             cache.free(req)
             newly = model.free(op.request_id)
             released = list(cache.freeable)[older:]
-            agree(sorted(released) == sorted(newly), op.describe())
+            agree(
+                sorted(released) == sorted(newly),
+                f"'{op.describe()}': free made {sorted(released)} freeable; the entries it "
+                f"stopped referencing are {sorted(newly)} (ECM-2)",
+            )
             model.adopt_release_order(released)
-        agree(cache_state(cache) == model_state(model), f"after '{op.describe()}'")
+        agree_state(cache, model, op.describe())
     return cache, model
+
+
+_STATE_QUANTITIES = ("cached (hash -> requests referencing it)", "freeable (oldest first)",
+                     "num_free_slots", "num_freeable_slots")
+
+
+def agree_state(cache: EncoderCacheManager, model: EncoderCacheModel, after: str) -> None:
+    """Every observable quantity equal to the model's; otherwise name the first that
+    differs, with the value the implementation has and the one the model expects."""
+    for name, got, want in zip(
+        _STATE_QUANTITIES, cache_state(cache), model_state(model), strict=True
+    ):
+        agree(got == want, f"after '{after}': {name} is {got}; the model expects {want}")
 
 
 def referenced_hashes(cache: EncoderCacheManager, request_id: str) -> set[str]:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import Phase, given, note
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
-from hypothesis.stateful import RuleBasedStateMachine, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import properties.runner as runner_module
 from properties import cli, profiles
@@ -233,15 +233,43 @@ def test_a_machine_without_declared_transitions_is_vacuous() -> None:
     assert "declares no transitions" in report.results["Ticker"].detail
 
 
-def test_other_clauses_of_a_stopped_machine_are_blocked() -> None:
+def test_other_clauses_of_a_stopped_machine_are_judged_on_the_runs_that_keep_it() -> None:
+    """Per-clause verdicts: FAKE-4 fails; run again with its violations set aside, the
+    machine judges FAKE-5 on the runs in which FAKE-4 held."""
     spec = prop("BrokenTicker", ("FAKE-4", "FAKE-5"), lambda parts: machine(BrokenTicker))
     report = run([spec], [clause("FAKE-4"), clause("FAKE-5")], {"BrokenTicker": ("tick",)})
     assert [(r.clause, r.verdict) for r in report.rows] == [
         ("FAKE-4", Verdict.FAIL),
+        ("FAKE-5", Verdict.PASS),
+    ]
+    result = report.results["BrokenTicker"]
+    (failure,) = result.failures
+    assert any("state = BrokenTicker()" in n for n in failure.counterexample)
+    assert result.passed == ("FAKE-5",) and not report.ok
+
+
+class AlwaysBroken(Ticker):
+    """Breaks FAKE-4 in every run, before anything else: FAKE-5 can never be judged."""
+
+    @initialize()
+    def broken_at_once(self) -> None:
+        check(False, "FAKE-4", "broken from the start")
+
+    @invariant()
+    def other(self) -> None:
+        check(self.count >= 0, "FAKE-5", "negative count")
+
+
+def test_a_clause_no_run_can_judge_stays_blocked_and_says_why() -> None:
+    spec = prop("AlwaysBroken", ("FAKE-4", "FAKE-5"), lambda parts: machine(AlwaysBroken))
+    report = run([spec], [clause("FAKE-4"), clause("FAKE-5")], {"AlwaysBroken": ("tick",)})
+    assert [(r.clause, r.verdict) for r in report.rows] == [
+        ("FAKE-4", Verdict.FAIL),
         ("FAKE-5", Verdict.BLOCKED),
     ]
-    (failure,) = report.results["BrokenTicker"].failures
-    assert any("state = BrokenTicker()" in n for n in failure.counterexample)
+    because = report.results["AlwaysBroken"].blocked_because
+    assert because.startswith("every run breaks FAKE-4 before it can judge them"), because
+    assert "FAKE-5 (every run breaks FAKE-4" in render(report)
 
 
 def test_a_component_the_adapter_lacks_is_not_provided_and_not_run() -> None:

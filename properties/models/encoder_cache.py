@@ -168,7 +168,8 @@ class EncoderCacheModel:
             self.freeable.move_to_end(mm_hash)
 
     def get_freed_mm_hashes(self) -> list[str]:
-        """ECM-7: each hash evicted since the last drain, once, unless it is held now."""
+        """ECM-7: the hashes evicted since the last drain and not held now (each listed
+        once here; an implementation may repeat one)."""
         drained: list[str] = []
         for mm_hash in self.evicted_since_drain:
             if mm_hash not in self.sizes and mm_hash not in drained:

@@ -1,0 +1,74 @@
+"""Per-clause verdicts (issue 14, issue 19): a violation of one clause does not hide the
+others. The failing clauses are set aside and the property run again until every clause
+has its own verdict, each failure with its own counterexample and replay command."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import sys
+from pathlib import Path
+
+from properties.grading.grade import ItemStatus, grade
+from properties.grading.rubric import load_rubric
+from properties.report import render
+from properties.runner import Report, Verdict, verify
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO_BUGS = "tests/fixtures/two_cache_bugs.py"
+ECM = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7")
+
+
+@functools.cache
+def two_bugs_report() -> Report:
+    return verify(TWO_BUGS, "ci", ["EncoderCacheMachine"])
+
+
+def test_two_bugs_fail_two_clauses_and_the_others_are_judged() -> None:
+    report = two_bugs_report()
+    verdicts = {row.clause: row.verdict for row in report.rows}
+    assert verdicts == {
+        c: Verdict.FAIL if c in ("ECM-5", "ECM-6") else Verdict.PASS for c in ECM
+    }, render(report)
+    failures = report.results["EncoderCacheMachine"].failures
+    assert sorted(f.clause or "" for f in failures) == ["ECM-5", "ECM-6"]
+    first, second = failures
+    assert first.set_aside == () and second.set_aside == (first.clause,)
+    text = render(report)
+    assert f"--only EncoderCacheMachine --set-aside {first.clause}" in text
+    assert "judged on the runs in which" in text
+
+
+def test_the_set_aside_replay_reproduces_the_second_failure() -> None:
+    first = two_bugs_report().results["EncoderCacheMachine"]
+    hidden, shown = first.failures
+    out = subprocess.run(
+        [sys.executable, "-m", "properties", "verify", "--adapter", TWO_BUGS, "--profile",
+         "ci", "--only", "EncoderCacheMachine", "--set-aside", hidden.clause or ""],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    ).stdout
+    assert f"message: {shown.message}" in out.split("-- failure 2")[0], out
+    row = next(line for line in out.splitlines() if line.startswith(f"{hidden.clause} "))
+    assert "blocked" in row  # a clause set aside is never judged, let alone passed
+
+
+def test_a_set_aside_clause_is_blocked_even_where_the_run_passes() -> None:
+    report = verify("reference", "ci", ["EncoderCacheMachine"], set_aside=["ECM-5"])
+    verdicts = {row.clause: row.verdict for row in report.rows}
+    assert verdicts["ECM-5"] is Verdict.BLOCKED and not report.ok
+    assert all(v is Verdict.PASS for c, v in verdicts.items() if c != "ECM-5")
+    assert "set aside: --set-aside ECM-5" in render(report)
+
+
+def test_one_bug_costs_one_item() -> None:
+    """The LRU bug costs the 10-point eviction item and nothing else: sharing by content
+    and slot accounting keep their points (they were `blocked`, 23 points in all)."""
+    items = ["Done 2: cache sharing by content", "Done 4: eviction",
+             "Encoder cache: slot accounting and references"]
+    report = grade("tests/fixtures/student_lru_bug.py", load_rubric(), "ci", only=items,
+                   reproducers=False)
+    status = {r.item.name: r.status for r in report.items}
+    assert status == {
+        items[0]: ItemStatus.PASSED, items[1]: ItemStatus.FAILED, items[2]: ItemStatus.PASSED
+    }, status
