@@ -9,8 +9,9 @@ from spec.adapter import Adapter
 BREAKS = "SYS-10"
 KILLED_BY = "EngineMachine"
 ORIGIN = (
-    "mmspec's own reference before issue 23: `_preempt` cleared `output_token_ids`, which "
-    "vLLM's Scheduler._preempt_request (v0.22.1 and v0.33.0) never does"
+    "typical student error: `output_token_ids.clear()` on preemption (mmspec's own "
+    "reference did it before issue 23), which vLLM's Scheduler._preempt_request never "
+    "does in v0.22.1 or v0.33.0"
 )
 
 
