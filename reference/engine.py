@@ -8,10 +8,10 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
 1. **Schedule the running requests**, in order, while the token budget lasts. Each gets
    ``min(num_tokens - num_computed_tokens, token_budget)`` new tokens (image
    placeholder positions are ordinary tokens: they cost budget and KV slots), cut by
-   the encoder-scheduling hook (``_try_schedule_encoder_inputs``: cached items are free,
+   the encoder-scheduling hook (``Scheduler._try_schedule_encoder_inputs``: cached items are free,
    affordable ones are encoded whole, otherwise the chunk stops at the doorstep). A
    request whose chunk is cut to zero is skipped. If its new KV blocks do not fit, the
-   *last* running request is preempted (``_preempt_request``: KV blocks and encoder
+   *last* running request is preempted (``Scheduler._preempt_request``: KV blocks and encoder
    references released, ``num_computed_tokens = 0``, back to the front of the waiting
    queue; its generated tokens are kept and recomputed with the prompt when it
    resumes), until they fit or the request preempted itself.
@@ -26,7 +26,7 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
    admission.
 3. For each scheduled request, **allocate** the items to encode in the encoder cache
    manager, then take references for the in-step duplicates
-   (``_allocate_encoder_inputs``). After all requests are scheduled, **drain**
+   (``Scheduler._allocate_encoder_inputs``). After all requests are scheduled, **drain**
    ``get_freed_mm_hashes`` (``free_encoder_mm_hashes``).
 4. **Encode** the scheduled items (one encode per hash per step) and **execute** the
    worker step: drop the freed hashes, store the encodes, gather each chunk's rows
@@ -37,7 +37,8 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
    its ``num_tokens`` samples a token (the first when its prefill completes, the next
    when a resumed request has recomputed its prompt and generated tokens; then one per
    decode step; decode tokens are text);
-   release the encoder inputs whose ranges are fully computed (``_free_encoder_inputs``);
+   release the encoder inputs whose ranges are fully computed
+   (``Scheduler._free_encoder_inputs``);
    finish a request with ``max_new_tokens`` outputs and release its KV blocks and
    encoder references.
 
@@ -138,7 +139,7 @@ class KVBlockPool:
 
     def longest_cached_prefix(self, block_hashes: Sequence[str], max_blocks: int) -> list[int]:
         """The cached blocks of the longest prefix of ``block_hashes`` (at most
-        ``max_blocks``), stopping at the first miss (``get_computed_blocks``)."""
+        ``max_blocks``), stopping at the first miss (``KVCacheManager.get_computed_blocks``)."""
         hits: list[int] = []
         for block_hash in block_hashes[:max_blocks]:
             block = self.cached.get(block_hash)
@@ -302,7 +303,7 @@ class EngineLoop:
     def _block_hashes(self, request: EngineRequest, outputs: Sequence[int]) -> list[str]:
         """The full-block hashes of the prompt followed by ``outputs`` (PFX: images
         included), if prefix caching (``Request.block_hashes``, extended by
-        ``append_output_token_ids``)."""
+        ``Request.append_output_token_ids``)."""
         if not self._config.enable_prefix_caching:
             return []
         tokens = (*request.token_ids, *outputs)
@@ -472,7 +473,7 @@ class EngineLoop:
         self._cache.free(state.view)
 
     def _commit(self, entry: _Scheduled, budget: _StepBudget, scheduled: list[_Scheduled]) -> None:
-        """Schedule the chunk: charge the budgets, then ``_allocate_encoder_inputs``:
+        """Schedule the chunk: charge the budgets, then ``Scheduler._allocate_encoder_inputs``:
         hold the items to encode, and reference the in-step duplicates (held now, so
         the check takes the reference)."""
         decision = entry.decision
@@ -523,7 +524,8 @@ class EngineLoop:
 
     def _prefix_hit(self, state: _Request) -> list[int]:
         """Cached blocks of the request's tokens (its prompt, then those it generated
-        before a preemption), at most ``num_tokens - 1`` of them (``get_computed_blocks``)."""
+        before a preemption), at most ``num_tokens - 1`` of them
+        (``KVCacheManager.get_computed_blocks``)."""
         if not self._config.enable_prefix_caching:
             return []
         max_blocks = (state.num_tokens - 1) // self._kv.block_size
@@ -541,8 +543,8 @@ class EngineLoop:
         return dict(zip(batch, outputs, strict=True))
 
     def _gathers(self, entry: _Scheduled) -> list[GatherSpec]:
-        """``_gather_mm_embeddings``: per item overlapping the chunk, the placeholder
-        window it covers, when that window holds at least one embedding row."""
+        """``GPUModelRunner._gather_mm_embeddings``: per item overlapping the chunk, the
+        placeholder window it covers, when that window holds at least one embedding row."""
         start = entry.num_computed_tokens
         end = start + entry.num_new_tokens
         specs: list[GatherSpec] = []
