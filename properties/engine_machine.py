@@ -976,7 +976,7 @@ def engine_machine(parts: Parts) -> Runnable:
                 and not snapshot.kv_block_ids,
                 "SYS-7",
                 f"after preemption {request_id} must wait with nothing computed and no KV "
-                f"blocks, but it is {snapshot}",
+                f"blocks (its generated tokens kept), but it is {snapshot}",
             )
 
         def check_resources(self, after: EngineSnapshot, freed: Sequence[str]) -> None:
