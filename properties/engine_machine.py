@@ -670,15 +670,16 @@ def engine_machine(parts: Parts) -> Runnable:
             request that was running with its next position outside every image (a text
             token, or decoding) computes; and every waiting request computes whose first
             chunk starts at text wherever its prefix hit ends (every whole-block position
-            below its prompt length), when the free KV blocks cover the whole prompt of
-            every waiting request left unscheduled (so none stopped admission)."""
+            below ``P + g``, its prompt and generated tokens), when the free KV blocks cover
+            the ``P + g`` tokens of every waiting request left unscheduled (so none stopped
+            admission)."""
             model = self.model
             block = self.config.block_size
             unused = self.config.token_budget - tokens
             released = sum(ceil_div(model.facts[r].kv_positions(), block) for r in out.finished)
             free_low = self.config.num_kv_blocks - after.num_kv_blocks_in_use - released
             kv_room = all(
-                free_low >= ceil_div(model.facts[r].num_prompt_tokens, block)
+                free_low >= ceil_div(model.facts[r].num_tokens(model.progress[r].outputs), block)
                 for r in live_before
                 if r not in scheduled_ids and not model.progress[r].running
             )
@@ -696,8 +697,9 @@ def engine_machine(parts: Parts) -> Runnable:
                         f"{progress.computed} (text) next, computes nothing",
                     )
                     continue
-                prompt = facts.num_prompt_tokens
-                starts = range(0, prompt, block) if self.config.enable_prefix_caching else [0]
+                # a hit may end at any whole block below P + g (generated tokens too)
+                tokens = facts.num_tokens(progress.outputs)
+                starts = range(0, tokens, block) if self.config.enable_prefix_caching else [0]
                 if not kv_room or any(facts.item_at(p) is not None for p in starts):
                     continue  # the KV cache, or an image, may have stopped it
                 check(
@@ -733,7 +735,7 @@ def engine_machine(parts: Parts) -> Runnable:
                 and not model.progress[r].prefill_done
             ]
             kv_room = all(
-                free_low >= ceil_div(model.facts[r].num_prompt_tokens, block)
+                free_low >= ceil_div(model.facts[r].num_tokens(model.progress[r].outputs), block)
                 for r in stalled
                 if not model.progress[r].running
             )
@@ -799,7 +801,8 @@ def engine_machine(parts: Parts) -> Runnable:
         def check_chunk_position(self, facts: RequestFacts, start: int, new: int) -> None:
             request_id = facts.request_id
             progress = self.model.progress[request_id]
-            total = facts.num_prompt_tokens + progress.outputs
+            # P + g: after a preemption the generated tokens are recomputed too
+            total = facts.num_tokens(progress.outputs)
             check(new >= 1, "SYS-10", f"step {self.steps}: {request_id} has an empty chunk")
             if progress.running:
                 check(
@@ -812,24 +815,25 @@ def engine_machine(parts: Parts) -> Runnable:
                 block = self.config.block_size
                 hit_ok = (
                     start % block == 0
-                    and start <= facts.num_prompt_tokens - 1
+                    and start <= total - 1
                     and (self.config.enable_prefix_caching or start == 0)
                 )
                 check(
                     hit_ok,
                     "SYS-10",
                     f"step {self.steps}: {request_id} starts at {start}: a prefix hit is a "
-                    f"whole number of {block}-token blocks, at most len(prompt) - 1 = "
-                    f"{facts.num_prompt_tokens - 1}, and 0 without prefix caching",
+                    f"whole number of {block}-token blocks, at most P + g - 1 = {total - 1} "
+                    f"({progress.outputs} generated), and 0 without prefix caching",
                 )
+            # decode chunks are one token: a running request that caught up has
+            # computed P + g - 1 positions, so this bound leaves it one
             check(
                 start + new <= total,
                 "SYS-10",
                 f"step {self.steps}: {request_id} computes [{start}, {start + new}) but has "
-                f"only {total} tokens",
+                f"only {total} tokens ({facts.num_prompt_tokens} of prompt, "
+                f"{progress.outputs} generated)",
             )
-            if start >= facts.num_prompt_tokens:
-                check(new == 1, "SYS-10", f"step {self.steps}: {request_id} decodes {new} tokens")
             if self.config.disable_chunked_mm_input:
                 for index, item in enumerate(facts.request.items):
                     offset, end = item.mm_position.offset, item.mm_position.end
@@ -972,7 +976,7 @@ def engine_machine(parts: Parts) -> Runnable:
                 and not snapshot.kv_block_ids,
                 "SYS-7",
                 f"after preemption {request_id} must wait with nothing computed and no KV "
-                f"blocks, but it is {snapshot}",
+                f"blocks (its generated tokens kept), but it is {snapshot}",
             )
 
         def check_resources(self, after: EngineSnapshot, freed: Sequence[str]) -> None:
@@ -1065,7 +1069,7 @@ def engine_machine(parts: Parts) -> Runnable:
                     f"{request_id}: the engine says {snap.status}, {snap.num_computed_tokens} "
                     f"computed, {len(snap.output_token_ids)} generated; its chunks say "
                     f"{'running' if progress.running else 'waiting'}, {progress.computed}, "
-                    f"{progress.outputs}",
+                    f"{progress.outputs} (a preemption keeps the generated tokens)",
                 )
                 if not progress.running:
                     check(

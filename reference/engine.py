@@ -8,32 +8,37 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
 1. **Schedule the running requests**, in order, while the token budget lasts. Each gets
    ``min(num_tokens - num_computed_tokens, token_budget)`` new tokens (image
    placeholder positions are ordinary tokens: they cost budget and KV slots), cut by
-   the encoder-scheduling hook (``_try_schedule_encoder_inputs``: cached items are free,
+   the encoder-scheduling hook (``Scheduler._try_schedule_encoder_inputs``: cached items are free,
    affordable ones are encoded whole, otherwise the chunk stops at the doorstep). A
    request whose chunk is cut to zero is skipped. If its new KV blocks do not fit, the
-   *last* running request is preempted (KV blocks and encoder references released,
-   back to the front of the waiting queue with nothing computed), until they fit or the
-   request preempted itself.
+   *last* running request is preempted (``Scheduler._preempt_request``: KV blocks and encoder
+   references released, ``num_computed_tokens = 0``, back to the front of the waiting
+   queue; its generated tokens are kept and recomputed with the prompt when it
+   resumes), until they fit or the request preempted itself.
 2. **Admit waiting requests** (only in a step that preempted nobody, as vLLM does). A
    request's longest cached prefix of full KV blocks counts as computed: the block
-   hashes come from the ``BlockHasher`` (PFX: they mix in the ``mm_hash`` of every image
-   a block touches), and the hit is capped at ``len(prompt) - 1`` so at least one token
-   is computed; the cap can leave the request inside an image. A request the hook cuts
+   hashes come from the ``BlockHasher`` over the prompt and the tokens generated so far
+   (PFX: they mix in the ``mm_hash`` of every image a block touches), and the hit is
+   capped at ``num_tokens - 1`` so at least one token is computed; the cap can leave
+   the request inside an image. A request the hook cuts
    to zero releases its encoder references and is skipped (vLLM v0.33 skips rather than
    blocking the queue); one whose KV blocks do not fit releases them and stops
    admission.
 3. For each scheduled request, **allocate** the items to encode in the encoder cache
    manager, then take references for the in-step duplicates
-   (``_allocate_encoder_inputs``). After all requests are scheduled, **drain**
+   (``Scheduler._allocate_encoder_inputs``). After all requests are scheduled, **drain**
    ``get_freed_mm_hashes`` (``free_encoder_mm_hashes``).
 4. **Encode** the scheduled items (one encode per hash per step) and **execute** the
    worker step: drop the freed hashes, store the encodes, gather each chunk's rows
    (``WorkerStore.execute_step``). Every computed position's KV source is written into
    its KV block.
-5. **Update**: advance ``num_computed_tokens``; cache the prompt's newly full KV
-   blocks under their block hashes; a request that caught up samples a token (the first
-   when its prefill completes; then one per decode step; decode tokens are text);
-   release the encoder inputs whose ranges are fully computed (``_free_encoder_inputs``);
+5. **Update**: advance ``num_computed_tokens``; cache the newly full KV blocks (prompt
+   and generated tokens alike) under their block hashes; a request that caught up with
+   its ``num_tokens`` samples a token (the first when its prefill completes, the next
+   when a resumed request has recomputed its prompt and generated tokens; then one per
+   decode step; decode tokens are text);
+   release the encoder inputs whose ranges are fully computed
+   (``Scheduler._free_encoder_inputs``);
    finish a request with ``max_new_tokens`` outputs and release its KV blocks and
    encoder references.
 
@@ -42,9 +47,9 @@ item with more embeddings than the per-step encoder budget or the encoder cache,
 item longer than the token budget when chunked multimodal input is disabled, or a
 prompt whose KV (``len(prompt) + max_new_tokens - 1`` positions) exceeds the KV cache.
 
-Simplifications against vLLM: one KV cache group; only prompt blocks are prefix-cached;
-preemption discards the generated tokens (the simulator's outputs carry no information,
-so recomputing them would only cost steps); no speculative decoding (shift 0).
+Simplifications against vLLM: one KV cache group; no speculative decoding (shift 0),
+no async scheduling (no output placeholders); docs/engine.md's fidelity table lists
+every symbol named here and where the loop differs.
 """
 
 from __future__ import annotations
@@ -134,7 +139,7 @@ class KVBlockPool:
 
     def longest_cached_prefix(self, block_hashes: Sequence[str], max_blocks: int) -> list[int]:
         """The cached blocks of the longest prefix of ``block_hashes`` (at most
-        ``max_blocks``), stopping at the first miss (``get_computed_blocks``)."""
+        ``max_blocks``), stopping at the first miss (``KVCacheManager.get_computed_blocks``)."""
         hits: list[int] = []
         for block_hash in block_hashes[:max_blocks]:
             block = self.cached.get(block_hash)
@@ -192,7 +197,7 @@ class _Request:
     num_computed_tokens: int = 0
     output_token_ids: list[int] = field(default_factory=list)
     block_ids: list[int] = field(default_factory=list)
-    #: prompt blocks already registered in the prefix cache (or served from it)
+    #: blocks already registered in the prefix cache (or served from it)
     num_cached_blocks: int = 0
 
     @property
@@ -260,7 +265,7 @@ class EngineLoop:
         ``AdmissionError`` for one that could never run."""
         view = self._validate(request)
         self._admission_check(request)
-        state = _Request(request, view, self._block_hashes(request))
+        state = _Request(request, view, self._block_hashes(request, ()))
         self._requests[request.request_id] = state
         self._waiting.append(state)
 
@@ -295,11 +300,14 @@ class EngineLoop:
             raise InvalidInputError(f"request {request.request_id}: max_new_tokens must be >= 1")
         return view
 
-    def _block_hashes(self, request: EngineRequest) -> list[str]:
-        """The prompt's full-block hashes (PFX: images included), if prefix caching."""
+    def _block_hashes(self, request: EngineRequest, outputs: Sequence[int]) -> list[str]:
+        """The full-block hashes of the prompt followed by ``outputs`` (PFX: images
+        included), if prefix caching (``Request.block_hashes``, extended by
+        ``Request.append_output_token_ids``)."""
         if not self._config.enable_prefix_caching:
             return []
-        return list(self._block_hasher.request_block_hashes(request.token_ids, request.items))
+        tokens = (*request.token_ids, *outputs)
+        return list(self._block_hasher.request_block_hashes(tokens, request.items))
 
     def _admission_check(self, request: EngineRequest) -> None:
         config = self._config
@@ -357,11 +365,13 @@ class EngineLoop:
             self._preempt(state)
 
     def _preempt(self, state: _Request) -> None:
-        """``Scheduler._preempt_request``: release, reset, and queue first."""
+        """``Scheduler._preempt_request``: release the KV blocks and encoder references,
+        ``num_computed_tokens = 0``, queue first. The generated tokens are kept: on
+        resumption the request recomputes the KV of its prompt and of them (a prefix hit
+        may cover both) and then samples its next token (SYS-10)."""
         self._release(state)
         state.status = "waiting"
         state.num_computed_tokens = 0
-        state.output_token_ids.clear()
         self._waiting.appendleft(state)
 
     def _release(self, state: _Request) -> None:
@@ -463,7 +473,7 @@ class EngineLoop:
         self._cache.free(state.view)
 
     def _commit(self, entry: _Scheduled, budget: _StepBudget, scheduled: list[_Scheduled]) -> None:
-        """Schedule the chunk: charge the budgets, then ``_allocate_encoder_inputs``:
+        """Schedule the chunk: charge the budgets, then ``Scheduler._allocate_encoder_inputs``:
         hold the items to encode, and reference the in-step duplicates (held now, so
         the check takes the reference)."""
         decision = entry.decision
@@ -513,10 +523,12 @@ class EngineLoop:
         return chunks
 
     def _prefix_hit(self, state: _Request) -> list[int]:
-        """Cached blocks of the request's prompt, at most ``len(prompt) - 1`` tokens."""
+        """Cached blocks of the request's tokens (its prompt, then those it generated
+        before a preemption), at most ``num_tokens - 1`` of them
+        (``KVCacheManager.get_computed_blocks``)."""
         if not self._config.enable_prefix_caching:
             return []
-        max_blocks = (state.num_prompt_tokens - 1) // self._kv.block_size
+        max_blocks = (state.num_tokens - 1) // self._kv.block_size
         return self._kv.longest_cached_prefix(state.block_hashes, max_blocks)
 
     def _encode(self, scheduled: Sequence[_Scheduled]) -> dict[str, NDArray[Any]]:
@@ -531,8 +543,8 @@ class EngineLoop:
         return dict(zip(batch, outputs, strict=True))
 
     def _gathers(self, entry: _Scheduled) -> list[GatherSpec]:
-        """``_gather_mm_embeddings``: per item overlapping the chunk, the placeholder
-        window it covers, when that window holds at least one embedding row."""
+        """``GPUModelRunner._gather_mm_embeddings``: per item overlapping the chunk, the
+        placeholder window it covers, when that window holds at least one embedding row."""
         start = entry.num_computed_tokens
         end = start + entry.num_new_tokens
         specs: list[GatherSpec] = []
@@ -578,6 +590,8 @@ class EngineLoop:
             self._cache_full_blocks(state)
             if state.num_computed_tokens == state.num_tokens:
                 state.output_token_ids.append(sampled_token_id(len(state.output_token_ids)))
+                if state.num_tokens // self._kv.block_size > len(state.block_hashes):
+                    state.block_hashes = self._block_hashes(state.request, state.output_token_ids)
             self._free_encoder_inputs(state)
             if len(state.output_token_ids) >= state.request.max_new_tokens:
                 self._running.remove(state)
@@ -587,13 +601,18 @@ class EngineLoop:
         return finished
 
     def _cache_full_blocks(self, state: _Request) -> None:
-        full = min(state.num_computed_tokens, state.num_prompt_tokens) // self._kv.block_size
+        """Register the newly full, computed blocks under their hashes (prompt and
+        generated tokens alike, as ``KVCacheManager.allocate_slots`` caches up to
+        ``num_tokens``)."""
+        full = state.num_computed_tokens // self._kv.block_size
         for index in range(state.num_cached_blocks, min(full, len(state.block_hashes))):
             self._kv.cache(state.block_ids[index], state.block_hashes[index])
         state.num_cached_blocks = max(state.num_cached_blocks, full)
 
     def _free_encoder_inputs(self, state: _Request) -> None:
-        """Release items whose placeholder ranges are entirely computed."""
+        """``Scheduler._free_encoder_inputs``, after the step: release every item the
+        request references whose range is entirely computed, ``offset + length <=
+        num_computed_tokens`` (no output placeholders here: no async scheduling)."""
         for input_id in sorted(self._cache.get_cached_input_ids(state.view)):
             if state.request.items[input_id].mm_position.end <= state.num_computed_tokens:
                 self._cache.free_encoder_input(state.view, input_id)

@@ -328,8 +328,10 @@ class EngineLoop(Protocol):
 
     def preempt(self, request_id: str) -> None:
         """Preempt a running request (release its KV blocks and encoder references,
-        reset it to waiting with no computed tokens, SYS-7); a waiting request is left
-        as it is; raises ``UnknownRequestError`` for an id that is not unfinished."""
+        reset it to waiting with no computed tokens, SYS-7; it keeps its generated
+        tokens and recomputes them with its prompt when it resumes, SYS-10); a waiting
+        request is left as it is; raises ``UnknownRequestError`` for an id that is not
+        unfinished."""
         ...
 
     def snapshot(self) -> EngineSnapshot:

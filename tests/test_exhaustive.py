@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ECM_SMALL = Scopes("test", EcmScope(capacities=(2,), sizes=(1, 2), depth=4), EngineScope())
 ECM_REALLOCATED = Scopes("test", EcmScope(capacities=(2,), sizes=(1,), depth=6), EngineScope())
 ENGINE_SMALL = Scopes("test", EcmScope(), EngineScope(depth=3))
+ENGINE_DEPTH4 = Scopes("test", EcmScope(), EngineScope(depth=4))
 #: the default depth, in the one configuration where sch_charges_cached_items shows
 ENGINE_NO_PREFIX = Scopes("test", EcmScope(), EngineScope(configs=(CONFIGS[4],), depth=5))
 
@@ -51,6 +52,9 @@ FOUND: dict[str, tuple[str, Scopes, str]] = {
     "sys_ignores_encoder_budget": ("EngineMachine", ENGINE_SMALL, "SYS-4"),
     "sys_no_prefix_image_keys": ("EngineMachine", ENGINE_SMALL, "SYS-6"),
     "sys_preempt_keeps_refs": ("EngineMachine", ENGINE_SMALL, "SYS-7"),
+    "sys_preempt_discards_outputs": ("EngineMachine", ENGINE_SMALL, "SYS-10"),
+    # add, step (the first token), preempt, step (the prompt again, then a sample)
+    "sys_preempt_skips_output_kv": ("EngineMachine", ENGINE_DEPTH4, "SYS-10"),
     "sys_reencodes_held": ("EngineMachine", ENGINE_SMALL, "SYS-3"),
     "sys_skips_worker_drop": ("EngineMachine", ENGINE_SMALL, "SYS-5"),
     "sys_waiting_keeps_refs": ("EngineMachine", ENGINE_SMALL, "SYS-7"),

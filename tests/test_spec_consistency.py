@@ -129,3 +129,39 @@ def test_every_outcome_the_scheduling_model_names_is_defined_in_spec() -> None:
     named = set(get_args(Outcome))
     assert named - defined == set(), f"SPEC.md does not define {sorted(named - defined)}"
     assert defined - named == set(), f"the oracle does not know {sorted(defined - named)}"
+
+
+#: What counts as a "mirrors" claim in reference/ and properties/models/: an upstream
+#: class's member (``Scheduler.schedule``), or the first symbol after "Mirrors",
+#: "mirrors", "vLLM's", "vLLM" or "vLLM vX.Y.Z".
+UPSTREAM_MEMBER = re.compile(
+    r"``((?:Scheduler|KVCacheManager|EncoderCacheManager|GPUModelRunner|Request|BlockPool"
+    r"|PixtralHFEncoderInfo)\.\w+)(?:\(\))?``"
+)
+AFTER_CLAIM = re.compile(r"(?:Mirrors|mirrors|vLLM's|vLLM(?: v[\d.]+)?)\s+``([^`]+?)(?:\(\))?``")
+
+
+def mirror_claims() -> dict[str, set[str]]:
+    claims: dict[str, set[str]] = {}
+    sources = [*(ROOT / "reference").glob("*.py"), *(ROOT / "properties" / "models").glob("*.py")]
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for pattern in (UPSTREAM_MEMBER, AFTER_CLAIM):
+            for match in pattern.finditer(text):
+                claims.setdefault(match.group(1), set()).add(str(path.relative_to(ROOT)))
+    return claims
+
+
+def test_every_mirrors_claim_is_in_the_fidelity_table() -> None:
+    """docs/engine.md's fidelity table has a row for every upstream symbol the reference
+    or the models say they mirror, each with a verdict ("same", "differs: ...")."""
+    docs = (ROOT / "docs" / "engine.md").read_text(encoding="utf-8")
+    table = docs.split("## Fidelity table", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    claims = mirror_claims()
+    assert len(claims) >= 15, sorted(claims)
+    for symbol, files in sorted(claims.items()):
+        row = next((r for r in rows if f"`{symbol}`" in r), None)
+        assert row is not None, f"{symbol} (named in {sorted(files)}) has no fidelity row"
+        verdict = row.rstrip(" |").rsplit("|", 1)[1].strip()
+        assert verdict.startswith(("same", "differs", "not in 0.33.0")), row

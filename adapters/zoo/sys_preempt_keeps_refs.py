@@ -20,7 +20,6 @@ class PreemptKeepsRefs(EngineLoop):
         state.num_cached_blocks = 0
         state.status = "waiting"
         state.num_computed_tokens = 0
-        state.output_token_ids.clear()
         self._waiting.appendleft(state)
 
 

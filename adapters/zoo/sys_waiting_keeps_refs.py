@@ -11,7 +11,8 @@ BREAKS = "SYS-7"
 KILLED_BY = "EngineMachine"
 ORIGIN = (
     "vLLM v0.22.1 v1/core/sched/scheduler.py: a waiting request cut to zero tokens breaks "
-    "out of the loop without releasing the references the hook took"
+    "out of the loop without releasing the references the hook took (v0.33.0 skips it "
+    "instead, still keeping them: SYS-7 says which wins)"
 )
 
 

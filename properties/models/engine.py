@@ -7,6 +7,12 @@ produce (computed by a fresh encoder, independent of the engine's), what each KV
 must have been computed from, whether it can be admitted at all, and — followed from the
 engine's step outputs — how far it has computed, which rows it has been served since it
 (re)started, and how many tokens it has generated.
+
+Preemption is vLLM's (``Scheduler._preempt_request``): the KV and the encoder references
+go, ``num_computed_tokens`` returns to 0, the generated tokens stay. A resumed request
+recomputes its prompt *and* its generated tokens (``num_tokens = P + g``), from a prefix
+hit of at most ``num_tokens - 1`` positions, and the chunk that catches up with
+``num_tokens`` samples token ``g + 1``: the generated count continues, it never restarts.
 """
 
 from __future__ import annotations
@@ -55,6 +61,11 @@ class RequestFacts:
     @property
     def num_prompt_tokens(self) -> int:
         return len(self.request.token_ids)
+
+    def num_tokens(self, outputs: int) -> int:
+        """``P + g``: the positions a request with ``outputs`` generated tokens computes
+        before it samples the next (vLLM's ``Request.num_tokens``)."""
+        return self.num_prompt_tokens + outputs
 
     def embed_positions(self, index: int) -> list[int]:
         """Absolute prompt positions of item ``index`` that take an embedding row."""
@@ -128,7 +139,7 @@ class RequestProgress:
     running: bool = False
     #: ``num_computed_tokens`` of the first chunk since (re)start: the prefix hit
     start: int | None = None
-    #: tokens generated since (re)start
+    #: tokens generated since admission (a preemption keeps them)
     outputs: int = 0
     #: embedding rows gathered since (re)start, in order
     gathered: list[NDArray[Any]] = field(default_factory=list)
@@ -137,11 +148,11 @@ class RequestProgress:
     prefill_done: bool = False
 
     def reset(self) -> None:
-        """A preemption: everything is recomputed from scratch."""
+        """A preemption: the KV of the prompt and of the generated tokens is recomputed
+        from scratch (or from a prefix hit); the generated tokens themselves are kept."""
         self.computed = 0
         self.running = False
         self.start = None
-        self.outputs = 0
         self.gathered = []
         self.touched = set()
         self.prefill_done = False
@@ -223,20 +234,23 @@ class EngineModel:
 
     def solo_bound(self, request_id: str) -> int:
         """Steps within which a request alone in the engine finishes, from its current
-        progress: ``⌈(P − c)/T⌉ + k`` for the rest of the prefill (k: items ending after
-        c) plus one step per token still to generate after the prefill's."""
+        progress: ``⌈(P + g − c)/T⌉ + k`` to catch up with its ``P + g`` tokens (g
+        generated so far, recomputed after a preemption; k: items ending after c), the
+        last of which samples token g + 1, plus one step per token left after that.
+        Decoding (``c = P + g − 1``, g ≥ 1) this is ``max_new_tokens − g``."""
         facts = self.facts[request_id]
         progress = self.progress[request_id]
-        if progress.prefill_done:
-            return facts.request.max_new_tokens - progress.outputs
-        c = progress.computed
-        prefill = ceil_div(facts.num_prompt_tokens - c, self.config.token_budget)
-        return prefill + facts.items_ending_after(c) + facts.request.max_new_tokens - 1
+        c, g = progress.computed, progress.outputs
+        catch_up = ceil_div(facts.num_tokens(g) - c, self.config.token_budget)
+        return catch_up + facts.items_ending_after(c) + facts.request.max_new_tokens - g - 1
 
     def drain_bound(self) -> int:
         """Steps within which every unfinished request finishes when none arrives: the
-        sum of their solo bounds, once more for each request that may be preempted and
-        recompute (a generous liveness bound, not a performance target)."""
+        sum of their solo bounds from scratch, once more for each request that may be
+        preempted and recompute (a generous liveness bound, not a performance target).
+        A request preempted after generating g tokens recomputes ``P + g`` of them in at
+        most ``⌈P/T⌉ + g`` steps and then needs ``max_new_tokens − g − 1`` more: within
+        its term ``⌈P/T⌉ + items + max_new_tokens``, so the bound is the same."""
         live = self.live
         solo_from_scratch = 0
         for request_id in live:
