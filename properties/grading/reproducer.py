@@ -13,8 +13,13 @@ value. Where it leaves the values open — a content hash, an encoder's embeddin
 hashes — only the pattern of equalities is compared (see
 :mod:`properties.grading.replay_runtime`). Where the specification fixes only invariants
 (a student's own engine loop may schedule differently), calls are replayed and shown
-but not checked. The script is then run once (:func:`verify_script`) to say honestly
-whether it reproduces the failure on its own.
+but not checked. The script is then run once (:func:`verify_script`), through the
+grading child's isolation (limits, command prefix, cleanup), and it is said to reproduce
+the failure on its own only when that run ends in REPRODUCED.
+
+Every call is a step inside an expectation (``check``, ``raises``, ``builds``): a call
+that raises where a result is expected is a mismatch, and a probe meant to raise (an
+invalid configuration) is replayed inside ``raises`` even when the reference builds it.
 """
 
 from __future__ import annotations
