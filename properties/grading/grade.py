@@ -620,7 +620,14 @@ def _with_reproducer(
         adapter_ref=context.adapter_ref,
         command=detail.replay_command,
     )
-    checker: Callable[[str, str], Verification] | None = verify_script if verify_them else None
+    checker: Callable[[str, str], Verification] | None = None
+    if verify_them:
+        # the script runs the graded code as grading does: same child, limits, prefix
+        limits = context.session.limits if context.session is not None else None
+
+        def checker(script: str, filename: str) -> Verification:
+            return verify_script(script, filename, limits)
+
     try:
         reproducer = make_reproducer(
             log,
@@ -633,7 +640,25 @@ def _with_reproducer(
         )
     except Unrenderable as e:
         return without(f"a recorded value has no Python literal ({e})")
+    verification = reproducer.verification
+    if (
+        detail.clause is None
+        and verification is not None
+        and verification.by_stand_in
+        and detail.message.startswith(_IMPLEMENTATION_RAISED)
+    ):
+        # the reference, standing in for a component the adapter lacks, raised it (on
+        # what the adapter's components gave it): not "your implementation raised"
+        message = _STAND_IN_RAISED + detail.message[len(_IMPLEMENTATION_RAISED) :]
+        return replace(detail, reproducer=reproducer, message=message)
     return replace(detail, reproducer=reproducer)
+
+
+_IMPLEMENTATION_RAISED = "implementation raised "
+_STAND_IN_RAISED = (
+    "the reference, standing in for a component the adapter does not provide, raised "
+    "(on what the adapter's components gave it) "
+)
 
 
 def _died(failure: Failure) -> bool:

@@ -22,7 +22,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import os
 import sys
+import sysconfig
+import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
@@ -145,16 +148,92 @@ def _show(form: object) -> str:
     return repr(form) if not (isinstance(form, str) and form.startswith("<")) else form
 
 
+#: Who gave a result: the graded implementation, or the run as a whole (an exception
+#: raised inside the reference, standing in for a component the adapter lacks).
+YOURS = "your implementation"
+THE_RUN = "the replay"
+
+
 class Mismatch(AssertionError):
     """A replayed call did not give what the specification expects."""
 
-    def __init__(self, step: int, call: str, expected: str, actual: str) -> None:
+    def __init__(
+        self, step: int, call: str, expected: str, actual: str, who: str = YOURS
+    ) -> None:
         super().__init__(
             f"step {step}: {call}\n"
             f"  the specification expects: {expected}\n"
-            f"  your implementation gave:  {actual}"
+            f"  {(who + ' gave:').ljust(26)} {actual}"
         )
         self.step = step
+
+
+#: Folders of code that stands in for components the graded adapter does not provide
+#: (the script's loader adds the checkout's reference/ when it loads the reference).
+STAND_IN_FOLDERS: list[str] = []
+#: Folders whose frames never say who raised: the checkout's spec/ (its types validate
+#: what they are given), the standard library, installed packages.
+PASSIVE_FOLDERS: list[str] = [
+    os.path.realpath(path)
+    for path in {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib")}
+]
+
+
+def _inside(filename: str, folders: list[str]) -> bool:
+    path = os.path.realpath(filename)
+    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)
+
+
+def raised_by(error: BaseException) -> tuple[str, str]:
+    """Who raised ``error`` and where (the innermost frame that is not the spec's types,
+    the standard library or an installed package): ``"script"`` when that frame is this
+    script's own code, ``"stand-in"`` when it and every frame between it and the script
+    are the reference's (standing in for a component the adapter lacks), else
+    ``"yours"`` (your code raised, or called the code that raised)."""
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not _inside(frame.filename, PASSIVE_FOLDERS)
+    ]
+    script = os.path.realpath(__file__)
+    inner: list[traceback.FrameSummary] = []
+    for frame in reversed(frames):
+        if os.path.realpath(frame.filename) == script:
+            break
+        inner.append(frame)
+    if not inner:
+        last = frames[-1] if frames else None
+        return "script", f"line {last.lineno}" if last else ""
+    where = f"{_short(inner[0].filename)}:{inner[0].lineno} in {inner[0].name}"
+    if all(_inside(frame.filename, STAND_IN_FOLDERS) for frame in inner):
+        return "stand-in", where
+    return "yours", where
+
+
+def _short(filename: str) -> str:
+    for folder in STAND_IN_FOLDERS:
+        parent = os.path.dirname(folder.rstrip(os.sep))
+        if _inside(filename, [folder]):
+            return os.path.relpath(os.path.realpath(filename), parent)
+    return filename
+
+
+def _raised_mismatch(step: int, call: str, expected: str, error: Exception) -> Mismatch:
+    """The mismatch of a call that raised ``error`` where the specification expects
+    ``expected``; an error of this script's own code is raised as itself instead (it
+    reproduces nothing)."""
+    who, where = raised_by(error)
+    if who == "script":
+        raise error
+    text = f"raised {type(error).__name__}: {error}"
+    if who == "stand-in":
+        return Mismatch(
+            step, call, expected,
+            f"{text} (inside the reference, which stands in for a component your adapter "
+            f"does not provide, at {where}; from what your components gave it)",
+            THE_RUN,
+        )
+    return Mismatch(step, call, expected, text + (f" (at {where})" if where else ""))
 
 
 #: Opaque values are numbered separately for what is expected and what is got, so the
@@ -184,6 +263,49 @@ def observe(step: int, call: str, got: object) -> None:
     print(f"step {step}: {call} -> {show(normal(got), 120)} (not checked)")
 
 
+#: ``check``'s expectation when the specification leaves the value open.
+UNCHECKED = Form(("unchecked",))
+
+
+class Result:
+    """What a step's call gave (``check`` reads it when the call is done)."""
+
+    value: object = None
+
+
+@contextmanager
+def check(
+    step: int, call: str, want: object = UNCHECKED, mode: str = "exact"
+) -> Iterator[Result]:
+    """The call inside stores its result in ``.value``; it must return (not raise), and
+    its result must equal ``want`` under ``mode`` (see :func:`expect`), unless ``want``
+    is :data:`UNCHECKED`."""
+    result = Result()
+    try:
+        yield result
+    except Exception as e:
+        if want is UNCHECKED:
+            wanted = "returns (its value is not checked)"
+        else:
+            form = want.form if isinstance(want, Form) else normal(want, mode, WANT_LABELS)
+            wanted = "returns " + show(form)
+        raise _raised_mismatch(step, call, wanted, e) from e
+    if want is UNCHECKED:
+        observe(step, call, result.value)
+    else:
+        expect(step, call, result.value, want, mode)
+
+
+@contextmanager
+def builds(step: int, call: str) -> Iterator[None]:
+    """The construction inside must not raise (it raised when graded)."""
+    try:
+        yield
+    except Exception as e:
+        raise _raised_mismatch(step, call, "builds it", e) from e
+    print(f"step {step}: {call} built")
+
+
 @contextmanager
 def raises(
     step: int, call: str, error: type[BaseException], message: str | None = None
@@ -199,7 +321,7 @@ def raises(
         print(f"step {step}: {call} raised {type(e).__name__} as specified")
         return
     except Exception as e:
-        raise Mismatch(step, call, wanted, f"raised {type(e).__name__}: {e}") from e
+        raise _raised_mismatch(step, call, wanted, e) from e
     raise Mismatch(step, call, wanted, "returned without raising")
 
 
@@ -215,8 +337,13 @@ def tolerate(step: int, call: str) -> Iterator[None]:
 def _report_mismatch(
     kind: type[BaseException], error: BaseException, trace: TracebackType | None
 ) -> None:
-    """Print a :class:`Mismatch` as its message alone: the grader's frames are noise."""
+    """Print a :class:`Mismatch` as its message alone (the runtime's frames are noise),
+    after the traceback of the exception behind it, if any (where to look)."""
     if isinstance(error, Mismatch):
+        cause = error.__cause__
+        if cause is not None and not isinstance(cause, Mismatch):
+            print(f"The exception behind step {error.step}:", file=sys.stderr)
+            traceback.print_exception(cause, file=sys.stderr)
         print(f"\nREPRODUCED: {error}", file=sys.stderr)
         return
     sys.__excepthook__(kind, error, trace)

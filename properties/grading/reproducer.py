@@ -13,8 +13,13 @@ value. Where it leaves the values open — a content hash, an encoder's embeddin
 hashes — only the pattern of equalities is compared (see
 :mod:`properties.grading.replay_runtime`). Where the specification fixes only invariants
 (a student's own engine loop may schedule differently), calls are replayed and shown
-but not checked. The script is then run once (:func:`verify_script`) to say honestly
-whether it reproduces the failure on its own.
+but not checked. The script is then run once (:func:`verify_script`), through the
+grading child's isolation (limits, command prefix, cleanup), and it is said to reproduce
+the failure on its own only when that run ends in REPRODUCED.
+
+Every call is a step inside an expectation (``check``, ``raises``, ``builds``): a call
+that raises where a result is expected is a mismatch, and a probe meant to raise (an
+invalid configuration) is replayed inside ``raises`` even when the reference builds it.
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -44,7 +51,8 @@ from properties.grading.recording import (
     Returned,
     var_of,
 )
-from properties.grading.replay_runtime import normal
+from properties.grading.replay_runtime import THE_RUN, normal
+from properties.isolation.supervisor import Limits, describe_exit
 from spec.adapter import Adapter
 
 _RUNTIME_PATH = Path(__file__).with_name("replay_runtime.py")
@@ -80,8 +88,13 @@ class Verification:
     reproduces: bool
     #: The step at which it failed (None: it did not fail, or failed before any step).
     step: int | None
-    #: The mismatch ("expects ... gave ...") or the exception it stopped with.
+    #: The mismatch ("expects ... gave ..."), or what it did instead (bounded, escaped).
     detail: str
+    #: It ran to the end: every checked call gave what the specification expects.
+    completed: bool = False
+    #: The mismatch is an exception raised inside the reference standing in for a
+    #: component the adapter lacks (as the script's runtime says: untrusted, wording only).
+    by_stand_in: bool = False
 
 
 @dataclass(frozen=True)
@@ -307,7 +320,14 @@ def build_script(
         if isinstance(entry, Construction):
             owner = owners.get(entry.component, "REFERENCE")
             literals.uses_reference |= owner == "REFERENCE"
-            body.append(f"{entry.var} = {owner}.{entry.component}({shown_args})")
+            built = f"{entry.var} = {owner}.{entry.component}({shown_args})"
+            wrapper = _construction(entry, outcome, error_names)
+            if wrapper is None:
+                body.append(built)
+                continue
+            step += 1
+            shown = built if len(built) <= 100 else built[:97] + "..."
+            body += [wrapper.format(step=step, quoted=repr(shown)), f"    {built}"]
             continue
         step += 1
         call = f"{entry.var}.{entry.member}" + (f"({shown_args})" if entry.kind == "call" else "")
@@ -323,7 +343,7 @@ def build_script(
         _runtime_source().rstrip(),
         "",
         "",
-        _LOADER,
+        _LOADER.replace("@CHECKOUT@", repr(str(_CHECKOUT_ROOT))),
         "",
         "install()",
         f"ADAPTER = load_adapter(sys.argv[1] if len(sys.argv) > 1 else {context.adapter_ref!r})",
@@ -377,6 +397,23 @@ _KEYWORD = re.compile(r"^[A-Za-z_]\w*=")
 _REQUEST = re.compile(r"^RequestView\(request_id='([A-Za-z0-9_]+)'")
 
 
+def _construction(
+    entry: Construction, oracle: Outcome | None, error_names: set[tuple[str, str]]
+) -> str | None:
+    """The ``with`` line around a construction that raised, on either side (a probe
+    meant to raise, such as an invalid configuration): ``{step}`` and ``{quoted}`` to
+    fill in. None: a plain construction."""
+    if isinstance(oracle, Raised) and oracle.error_type.__module__ == "spec.errors":
+        name = oracle.error_type.__name__
+        error_names.add(("spec.errors", name))
+        return f"with raises({{step}}, {{quoted}}, {name}):"
+    if isinstance(oracle, Raised):
+        return "with tolerate({step}, {quoted}):"
+    if isinstance(entry.outcome, Raised):
+        return "with builds({step}, {quoted}):"
+    return None
+
+
 def _step(
     step: int,
     call: str,
@@ -398,10 +435,11 @@ def _step(
         message = f", {oracle.message!r}" if name in _MESSAGE_FIXED else ""
         return [f"with raises({step}, {quoted}, {name}{message}):", f"    {call}"]
     student_raised = isinstance(entry.outcome, Raised)
+    unchecked = [f"with check({step}, {quoted}) as got:", f"    got.value = {call}"]
     if not isinstance(oracle, Returned):
         if student_raised:
             return [f"with tolerate({step}, {quoted}):", f"    {call}"]
-        return [f"got = {call}", f"observe({step}, {quoted}, got)"]
+        return unchecked
     mode = _MODES.get((entry.component, entry.member), "exact")
     if entry.component == "engine_loop":
         mode = _ENGINE_MODE
@@ -409,12 +447,12 @@ def _step(
         want = literals.render(oracle.value)
     except Unrenderable:
         if mode != "exact":
-            return [f"got = {call}", f"observe({step}, {quoted}, got)"]
+            return unchecked
         want = f"Form({normal(oracle.value)!r})"
     mode_arg = "" if mode == "exact" else f", {mode!r}"
-    lines = [f"got = {call}", f"expect({step}, {quoted}, got, {want}{mode_arg})"]
+    lines = [f"with check({step}, {quoted}, {want}{mode_arg}) as got:", f"    got.value = {call}"]
     if mode.startswith("opaque"):
-        lines[1] += "  # the reference's value: only which results are equal matters"
+        lines[0] += "  # the reference's value: only which results are equal matters"
     return lines
 
 
@@ -456,8 +494,10 @@ def _header(context: ScriptContext, steps: int) -> str:
             "call; content hashes and embeddings by their pattern of equalities). It needs",
             "only numpy and this checkout's spec/ (and reference/ for components you lack).",
             "",
-            "Run it from your checkout (or set MMSPEC_HOME to the checkout):",
+            "Run it from any folder (it finds the mmspec checkout: $MMSPEC_HOME, else a",
+            "folder above it or the current one, else the checkout that wrote it):",
             "    python THIS_FILE.py [path/to/your/adapter.py]",
+            "    MMSPEC_HOME=/path/to/mmspec python THIS_FILE.py ...   # on another machine",
             "The failure reproduces when it stops at a step with 'REPRODUCED' (exit status",
             "1); once fixed, it runs to the end. To replay the property itself:",
             "    " + _docstring_safe(context.command),
@@ -485,16 +525,32 @@ import importlib.util
 import os
 from pathlib import Path
 
+#: The checkout that wrote this script (used when no other is found).
+WRITTEN_IN = @CHECKOUT@
+
+
+def is_checkout(folder: Path) -> bool:
+    return (folder / "spec" / "SPEC.md").is_file()
+
 
 def checkout() -> Path:
-    """The mmspec checkout: $MMSPEC_HOME, or a folder above this script or the cwd."""
-    if os.environ.get("MMSPEC_HOME"):
-        return Path(os.environ["MMSPEC_HOME"]).resolve()
+    """The mmspec checkout: $MMSPEC_HOME, else a folder above this script or the cwd,
+    else the checkout that wrote this script."""
+    home = os.environ.get("MMSPEC_HOME")
+    if home:
+        if not is_checkout(Path(home)):
+            sys.exit(f"MMSPEC_HOME={home} is not an mmspec checkout (it has no spec/SPEC.md)")
+        return Path(home).resolve()
     for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
         for folder in (start, *start.parents):
-            if (folder / "spec" / "SPEC.md").is_file():
+            if is_checkout(folder):
                 return folder
-    sys.exit("cannot find the mmspec checkout: run from inside it or set MMSPEC_HOME")
+    if is_checkout(Path(WRITTEN_IN)):
+        return Path(WRITTEN_IN)
+    sys.exit(
+        "cannot find the mmspec checkout: run this script inside one, "
+        "or set MMSPEC_HOME=/path/to/mmspec"
+    )
 
 
 def load_adapter(ref: str) -> Any:
@@ -502,6 +558,8 @@ def load_adapter(ref: str) -> Any:
     root = str(checkout())
     if root not in sys.path:
         sys.path.insert(0, root)
+    STAND_IN_FOLDERS.append(os.path.realpath(os.path.join(root, "reference")))
+    PASSIVE_FOLDERS.append(os.path.realpath(os.path.join(root, "spec")))
     if ref == "reference":
         ref = "reference.adapter"
     path = Path(ref)
@@ -524,45 +582,149 @@ def load_adapter(ref: str) -> Any:
 
 # --- running it ---------------------------------------------------------------------
 
+#: Sets the grading child's limits (as properties/isolation/child.py does, before any
+#: code under test is imported), then runs the script read from stdin as ``__main__``.
 _BOOT = (
-    "import sys; name = sys.argv[1]; source = sys.stdin.read(); sys.argv = [name]; "
-    "exec(compile(source, name, 'exec'), {'__name__': '__main__', '__file__': name})"
+    "import resource, sys\n"
+    "memory, cpu, name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]\n"
+    "if memory > 0: resource.setrlimit(resource.RLIMIT_AS, (memory, memory))\n"
+    "if cpu > 0: resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))\n"
+    "source = sys.stdin.read(); sys.argv = [name]\n"
+    "exec(compile(source, name, 'exec'), {'__name__': '__main__', '__file__': name})\n"
 )
-_STEP_DONE = re.compile(r"^step (\d+): ", re.MULTILINE)
+#: How much of the script's output is read back (its tail), and how much of it a
+#: report shows: the output is the graded code's as much as the script's.
+_OUTPUT_READ = 64 * 1024
+_DETAIL_LINES = 12
+_DETAIL_LINE_CHARS = 400
+_REPRODUCED = "\nREPRODUCED: "
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def untrusted_text(text: str, lines: int = _DETAIL_LINES) -> str:
+    """Output of a script run against the graded code, safe to put in a report: control
+    characters shown as escapes, at most ``lines`` lines of bounded length, and no code
+    fence that could close the report's."""
+    given = text.strip("\n").splitlines()
+    shown = []
+    for line in given[:lines]:
+        line = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), line)
+        line = line.replace("`" * 3, "'" * 3)
+        if len(line) > _DETAIL_LINE_CHARS:
+            line = line[: _DETAIL_LINE_CHARS - 3] + "..."
+        shown.append(line.rstrip())
+    if len(given) > lines:
+        shown.append("...")
+    return "\n".join(shown)
+
+
+def _tail(file: IO[bytes]) -> str:
+    file.flush()
+    size = file.seek(0, os.SEEK_END)
+    file.seek(max(0, size - _OUTPUT_READ))
+    return file.read().decode("utf-8", "replace")
 
 
 def verify_script(
-    script: str, filename: str, timeout: float = 120.0, cwd: str | None = None
+    script: str,
+    filename: str,
+    limits: Limits | None = None,
+    timeout: float | None = None,
+    cwd: str | None = None,
 ) -> Verification:
-    """Run the script against the graded adapter (its default argument), in a fresh
-    interpreter, and say whether it reproduces the failure."""
+    """Run the script against the graded adapter (its default argument) the way grading
+    runs the adapter (:mod:`properties.isolation`): a fresh interpreter in a session of
+    its own, behind the same command prefix, under the same memory and CPU-time limits,
+    with the property's wall-clock limit for the whole script (``timeout`` overrides
+    it), killed with its process group when it is done or that runs out. It reproduces
+    the failure only when it stops at a step with REPRODUCED; its output is untrusted
+    (bounded and escaped in what is returned)."""
+    limits = limits or Limits()
+    seconds = limits.property_seconds if timeout is None else timeout
+    command = [
+        *limits.child_prefix,
+        sys.executable,
+        "-c",
+        _BOOT,
+        str(limits.memory_bytes),
+        str(limits.cpu_seconds),
+        filename,
+    ]
     env = dict(os.environ, MMSPEC_HOME=str(_CHECKOUT_ROOT), PYTHONHASHSEED="0")
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[name] = "1"
+    with tempfile.TemporaryDirectory(prefix="mmspec-reproducer-") as folder:
+        with Path(folder, "stdout").open("w+b") as out, Path(folder, "stderr").open("w+b") as err:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                cwd=cwd or os.getcwd(),
+                env=env,
+                start_new_session=True,
+            )
+            timed_out = False
+            try:
+                assert process.stdin is not None
+                try:
+                    process.stdin.write(script.encode("utf-8"))
+                    process.stdin.close()
+                except BrokenPipeError:
+                    pass
+                code = process.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                code = -1
+            finally:
+                _bury(process)
+            stdout, stderr = _tail(out), _tail(err)
+    return _judge(code, timed_out, seconds, stdout, stderr, limits)
+
+
+def _bury(process: subprocess.Popen[bytes]) -> None:
+    """Kill the script's process group (whatever it started goes with it), and wait."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _BOOT, filename],
-            input=script,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            cwd=cwd,
-            check=False,
-        )
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            process.kill()
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        process.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        return Verification(False, None, f"the script ran past {timeout:.0f} s")
-    steps = [int(n) for n in _STEP_DONE.findall(done.stdout)]
-    if done.returncode == 0:
-        return Verification(False, None, "it ran to the end without a mismatch")
-    mismatch = done.stderr.split("REPRODUCED: ", 1)
-    if len(mismatch) == 2:
-        detail = mismatch[1].strip()
+        pass
+
+
+_STEP_DONE = re.compile(r"^step (\d+): ", re.MULTILINE)
+
+
+def _judge(
+    code: int, timed_out: bool, seconds: float, stdout: str, stderr: str, limits: Limits
+) -> Verification:
+    """What the script's exit status and output show (both untrusted)."""
+    steps = [int(n) for n in _STEP_DONE.findall(stdout)]
+    after = f" after step {steps[-1]}" if steps else " before its first step"
+    if timed_out:
+        return Verification(
+            False, None, f"did not reproduce: it ran past the time limit of {seconds:g} s{after}"
+        )
+    if code == 0:
+        return Verification(False, None, "it ran to the end without a mismatch", completed=True)
+    if code == 1 and _REPRODUCED in stderr:
+        detail = untrusted_text(stderr.rsplit(_REPRODUCED, 1)[1])
         step = re.match(r"step (\d+)", detail)
-        return Verification(True, int(step.group(1)) if step else None, detail)
-    last = [line for line in done.stderr.strip().splitlines() if line.strip()]
-    failed_at = (steps[-1] + 1) if steps else 1
-    where = f"step {failed_at}" if steps else "step 1 (or while building a component)"
-    error = last[-1].strip() if last else f"exit status {done.returncode}"
-    return Verification(True, failed_at, f"{where}: your implementation raised {error}")
+        by_stand_in = f"\n  {THE_RUN} gave:" in detail
+        return Verification(True, int(step.group(1)) if step else None, detail, False, by_stand_in)
+    last = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if code < 0:
+        how = describe_exit(code, limits)
+    elif last:
+        how = f"it stopped with {last[-1]}"
+    else:
+        how = f"it exited with status {code}"
+    return Verification(False, None, "did not reproduce: " + untrusted_text(how + after, 1))
 
 
 def make_reproducer(
@@ -593,9 +755,11 @@ def make_reproducer(
 def _verdict(verification: Verification) -> str:
     if verification.reproduces:
         where = f"at step {verification.step}" if verification.step else "before the first step"
-        return f"this script stopped {where} against the graded adapter."
-    return (
-        "this script ran to the end against the graded adapter: every replayed call "
-        "gave what the reference gives, and the violation lies in a relation between "
-        "results that it does not check; read the message above."
-    )
+        return f"this script stopped {where} against the graded adapter (REPRODUCED)."
+    if verification.completed:
+        return (
+            "this script ran to the end against the graded adapter: every replayed call "
+            "gave what the reference gives, and the violation lies in a relation between "
+            "results that it does not check; read the message above."
+        )
+    return f"this script {verification.detail} when run against the graded adapter."

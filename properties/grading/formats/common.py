@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from properties.grading.grade import FailureDetail, GradeReport, ItemResult, ItemStatus
+from properties.grading.reproducer import Verification
 
 #: How the item's score reads.
 STATUS_WORDS = {
@@ -56,7 +57,7 @@ def failure_lines(failure: FailureDetail, inline_scripts: bool) -> list[str]:
         lines.append(f"  why it matters: {failure.symptom}")
         lines.append(f"violation found by {failure.property_name}:")
     else:
-        lines.append(f"your implementation raised an error under {failure.property_name}:")
+        lines.append(f"{raised_by_whom(failure, 'an error')} under {failure.property_name}:")
     lines.append(f"  {failure.message}")
     if failure.steps:
         lines.append(f"minimal counterexample ({plural(_count(failure.steps), 'step')}):")
@@ -71,24 +72,45 @@ def failure_lines(failure: FailureDetail, inline_scripts: bool) -> list[str]:
     if reproducer is None:
         lines.append(f"no reproducer script: {failure.reproducer_note}")
         return lines
-    if verification is None:
-        outcome = "not run when graded"
-    elif verification.reproduces:
-        outcome = "it reproduces the failure on its own"
-    else:
-        outcome = (
-            "it replays the calls, but the violation lies in a relation between results "
-            "that it does not check (see the message above)"
-        )
     lines.append(
         f"reproducer script {reproducer.filename} ({plural(reproducer.steps, 'checked call')}; "
-        f"{outcome}); run it with: python {reproducer.filename} [path/to/your/adapter.py]"
+        f"{reproducer_outcome(verification)}); run it with: {run_line(reproducer.filename)}"
     )
     if inline_scripts:
         lines.append(f"----- {reproducer.filename} -----")
         lines += reproducer.script.rstrip("\n").splitlines()
         lines.append(f"----- end of {reproducer.filename} -----")
     return lines
+
+
+def raised_by_whom(failure: FailureDetail, what: str) -> str:
+    """"your implementation raised ``what``", unless the reference standing in for a
+    component the adapter lacks raised it (then just ``what``: the message says who)."""
+    ours = failure.message.startswith("implementation raised")
+    return f"your implementation raised {what}" if ours else what
+
+
+def reproducer_outcome(verification: Verification | None) -> str:
+    """What running the reproducer against the graded adapter showed, in a few words."""
+    if verification is None:
+        return "not run when graded"
+    if verification.reproduces:
+        return "it reproduces the failure on its own: verified, it ends in REPRODUCED"
+    if verification.completed:
+        return (
+            "it replays the calls, but the violation lies in a relation between results "
+            "that it does not check (see the message above)"
+        )
+    return verification.detail
+
+
+def run_line(filename: str) -> str:
+    """How to run a reproducer: from any folder, the script finds the checkout that wrote
+    it; elsewhere (another machine) MMSPEC_HOME names one."""
+    return (
+        f"python {filename} [path/to/your/adapter.py] (from any folder; on another machine, "
+        f"MMSPEC_HOME=/path/to/mmspec python {filename} ...)"
+    )
 
 
 def _count(steps: tuple[str, ...]) -> int:

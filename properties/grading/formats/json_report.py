@@ -79,6 +79,7 @@ def _failure(failure: FailureDetail) -> dict[str, Any]:
             "script": reproducer.script,
             "checked_calls": reproducer.steps,
             "reproduces": None if verification is None else verification.reproduces,
+            "ran_to_end": None if verification is None else verification.completed,
             "failed_step": None if verification is None else verification.step,
             "detail": None if verification is None else verification.detail,
         },

@@ -3,12 +3,17 @@ with the reproducer script folded in a ``<details>`` block."""
 
 from __future__ import annotations
 
+import html
+
 from properties.grading.formats.common import (
     STATUS_WORDS,
     load_error_lines,
     owner_text,
     plural,
     points,
+    raised_by_whom,
+    reproducer_outcome,
+    run_line,
     score_line,
 )
 from properties.grading.grade import FailureDetail, GradeReport, ItemResult, ItemStatus
@@ -76,7 +81,7 @@ def _failure(failure: FailureDetail) -> list[str]:
         lines = [
             f"### Error under `{failure.property_name}`",
             "",
-            f"**Your implementation raised:** {_cell(failure.message)}",
+            f"**{raised_by_whom(failure, 'error').capitalize()}:** {_cell(failure.message)}",
         ]
     if failure.steps:
         lines += ["", "**Minimal counterexample:**", "", "```text", *failure.steps, "```"]
@@ -92,8 +97,9 @@ def _failure(failure: FailureDetail) -> list[str]:
     lines += [
         "",
         f"<details><summary>Reproducer <code>{reproducer.filename}</code> "
-        f"({plural(reproducer.steps, 'checked call')}): save it, then run "
-        f"<code>python {reproducer.filename} [path/to/your/adapter.py]</code></summary>",
+        f"({plural(reproducer.steps, 'checked call')}; "
+        f"{html.escape(reproducer_outcome(verification))}): save it, then run "
+        f"<code>{html.escape(run_line(reproducer.filename))}</code></summary>",
         "",
         "```python",
         *reproducer.script.rstrip("\n").splitlines(),
