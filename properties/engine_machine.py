@@ -1101,4 +1101,7 @@ def engine_machine(parts: Parts) -> Runnable:
                 return f"token {source[1]}"
             return repr(source)
 
-    return machine(EngineMachine)
+    # Twice the profile's runs: the transitions SPEC.md declares for this machine are
+    # rare enough that 100 runs under some seeds reach one (``doorstep_truncation``)
+    # fewer than 5 times (seed 231198249: 0): VACUOUS, under a sweep of fresh seeds.
+    return machine(EngineMachine, examples_scale=2)

@@ -260,8 +260,9 @@ class TransitionRecorder:
         type(self).transition_counter[transition] += times
 
 
-def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
-    """Wrap a state machine class (a ``TransitionRecorder`` subclass)."""
+def machine(cls: type[RuleBasedStateMachine], examples_scale: int = 1) -> Runnable:
+    """Wrap a state machine class (a ``TransitionRecorder`` subclass). ``examples_scale``
+    multiplies the profile's ``max_examples`` for this machine (see its caller for why)."""
     runnable = Runnable(run=lambda s: None, machine_name=cls.__name__)
     counter = runnable.transitions
 
@@ -276,9 +277,14 @@ def machine(cls: type[RuleBasedStateMachine]) -> Runnable:
     Counted.__qualname__ = cls.__qualname__
     runnable.machine_class = Counted
 
+    def scaled(profile: Settings) -> Settings:
+        if examples_scale == 1:
+            return profile
+        return Settings(profile, max_examples=profile.max_examples * examples_scale)
+
     def run(profile: Settings) -> None:
         _apply_overrides(runnable, Counted)
-        run_state_machine_as_test(Counted, settings=profile)
+        run_state_machine_as_test(Counted, settings=scaled(profile))
 
     def fuzz_target(profile: Settings) -> Callable[[bytes], bytes | None]:
         # The @given test run_state_machine_as_test runs (Hypothesis splits it out for
