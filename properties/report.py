@@ -94,7 +94,7 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
         if len(result.failures) > 1:
             lines.append(f"-- failure {number} of {len(result.failures)} --")
         lines += _failure(report, result, failure)
-    aside = sorted({c for f in result.failures for c in f.set_aside})
+    aside = list(dict.fromkeys(f.clause for f in result.failures if f.clause is not None))
     if result.passed:
         lines.append(
             f"judged on the runs in which {', '.join(aside)} held (the runs breaking them set "
