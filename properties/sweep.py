@@ -23,10 +23,10 @@ import sys
 import time
 from collections.abc import Sequence
 
-from properties.loader import AdapterLoadError
+from properties.loader import REFERENCE_REF, AdapterLoadError
 from properties.profiles import DEFAULT_PROFILE, PROFILES
 from properties.report import summary_line
-from properties.runner import ACCEPTED, REFERENCE_REF, Report, UnknownSelectionError, verify
+from properties.runner import ACCEPTED, Report, UnknownSelectionError, verify
 
 #: Fresh seeds are drawn below this bound: short enough to retype from a log.
 SEED_BOUND = 10**9

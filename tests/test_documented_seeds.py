@@ -27,11 +27,30 @@ def test_the_docs_name_a_seed() -> None:
     assert 271828 in documented_seeds()
 
 
+#: The reference, and the second implementation written from SPEC.md and spec/ alone:
+#: the proof that a student can reach full marks from the text (issue 19).
+FULL_MARKS = ("reference", "tests/fixtures/from_spec")
+
+
 @pytest.mark.parametrize("seed", documented_seeds())
-def test_reference_gets_full_marks_under_a_documented_seed(seed: int) -> None:
-    report = grade("reference", load_rubric(), GRADING_PROFILE, seed=seed, reproducers=False)
+@pytest.mark.parametrize("adapter", FULL_MARKS)
+def test_full_marks_under_a_documented_seed(adapter: str, seed: int) -> None:
+    report = grade(adapter, load_rubric(), GRADING_PROFILE, seed=seed, reproducers=False)
     lost = [(r.item.name, r.summary) for r in report.items if r.score < r.item.points]
-    assert report.score == report.max_score, f"seed {seed}: points lost on {lost}"
+    assert report.score == report.max_score, f"{adapter}, seed {seed}: points lost on {lost}"
+
+
+def test_the_second_implementation_does_not_use_the_reference() -> None:
+    """Written from the text: it imports spec/ and numpy, never reference/ (nor the
+    properties that hold the models)."""
+    folder = ROOT / "tests" / "fixtures" / "from_spec"
+    for source in sorted(folder.glob("*.py")):
+        text = source.read_text(encoding="utf-8")
+        for forbidden in ("reference", "properties", "adapters"):
+            assert not re.search(rf"^\s*(from|import) {forbidden}\b", text, re.M), (
+                f"{source.name} imports {forbidden}"
+            )
+    assert "without reading reference/" in (folder / "__init__.py").read_text(encoding="utf-8")
 
 
 def test_fresh_seeds_are_distinct_and_bounded() -> None:
