@@ -170,13 +170,15 @@ MUTATIONS = (
         clause="SCH-10",
         property="sch_progress_with_sized_budget",
     ),
+    # (v0.22.1's `<` in the disable_chunked_mm_input rollback used to stand here; 0.33.0
+    # now fails SCH-6 on its own, V12, so that row cannot turn red.)
     Mutation(
-        name="scheduler: v0.22.1's `<` in the disable_chunked_mm_input rollback",
-        file="vllm/v1/core/sched/scheduler.py",
-        original="and num_computed_tokens <= start_pos",
-        defect="and num_computed_tokens < start_pos",
-        clause="SCH-6",
-        property="sch_no_partial_item_when_disabled",
+        name="encoder cache manager: v0.22.1's drain, held hashes reported freed (#52482)",
+        file="vllm/v1/core/encoder_cache_manager.py",
+        original="freed = [mm_hash for mm_hash in self.freed if mm_hash not in self.cached]",
+        defect="freed = list(self.freed)",
+        clause="ECM-7",
+        property="EncoderCacheMachine",
     ),
 )
 
