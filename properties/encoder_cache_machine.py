@@ -592,4 +592,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 f"in release order are {list(self.model.freeable.items())}",
             )
 
-    return machine(EncoderCacheMachine)
+    # Twice the profile's runs: under some seeds 100 runs reach a declared transition
+    # (``duplicate_in_request``) fewer than 5 times (seed 272420487: 2), VACUOUS in the
+    # seed sweep (issue 19). The machine is fast (about 1 s in ``ci``).
+    return machine(EncoderCacheMachine, examples_scale=2)
