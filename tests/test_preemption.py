@@ -97,4 +97,5 @@ def test_discarding_or_not_recomputing_fails_sys_10(entry: str) -> None:
     report = verify(f"adapters.zoo.{entry}", "ci", only=["EngineMachine"])
     verdicts = {r.clause: r.verdict for r in report.rows}
     assert verdicts["SYS-10"] is Verdict.FAIL
-    assert all(v is Verdict.BLOCKED for c, v in verdicts.items() if c != "SYS-10")
+    # per-clause verdicts: the other clauses are judged with SYS-10 set aside, and hold
+    assert all(v is Verdict.PASS for c, v in verdicts.items() if c != "SYS-10"), verdicts
