@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from properties import baseline as baselines
 from properties.catalog import registered_properties
+from properties.declared import DeclarationError, judge, load_declaration, release_of
 from properties.exhaustive.check import (
     COVERED,
     SCOPES,
@@ -35,7 +36,7 @@ from properties.profiles import (
     SharedDatabaseError,
 )
 from properties.report import render
-from properties.runner import PropertyResult, UnknownSelectionError, plan, verify
+from properties.runner import PropertyResult, Report, UnknownSelectionError, plan, verify
 from spec.clauses import load_clauses
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -138,7 +139,24 @@ def _verify(
     if isolation is not None:
         replay_options += " --isolate"
     sys.stdout.write(render(report, replay_options=replay_options))
-    return EXIT_OK if report.ok else EXIT_FAILED
+    return _exit_status(report, only)
+
+
+def _exit_status(report: Report, only: Sequence[str] | None) -> int:
+    """0 when every row passes; for a pinned vLLM release (a declaration in
+    adapters/vllm/expected/), 0 when every row is as declared and no defect-class
+    finding stands: hazards are printed, and leave a clean release green (issue 14)."""
+    version = release_of(report) if report.adapter_name.startswith("vllm ") else None
+    try:
+        declaration = load_declaration(version) if version else None
+    except DeclarationError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    if declaration is None:
+        return EXIT_OK if report.ok else EXIT_FAILED
+    lines, clean = judge(report, declaration, partial=bool(only))
+    sys.stdout.write("\n" + "\n".join(lines) + "\n")
+    return EXIT_OK if clean else EXIT_FAILED
 
 
 # --- the vLLM adapter's source and baselines (docs/vllm.md) ------------------------------

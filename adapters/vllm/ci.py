@@ -46,6 +46,7 @@ from properties.baseline import (  # noqa: E402 - after the path set-up above
     load_verdicts,
     render_differences,
 )
+from properties.declared import load_declaration  # noqa: E402
 
 
 def _sibling(name: str) -> ModuleType:
@@ -200,6 +201,12 @@ def main(argv: list[str] | None = None) -> int:
                  else f"{len(problems)} DIFFERENCES from expected/{expected.version}.json"))
         for problem in problems:
             print(f"  - {problem}")
+        declaration = load_declaration(expected.version)  # every finding has a class
+        assert declaration is not None
+        for kind in ("defect", "hazard"):
+            ids = sorted((f for f, (c, _) in declaration.findings.items() if c == kind),
+                         key=lambda f: int(f[1:]))
+            print(f"  {kind}s: {', '.join(ids) or 'none'}")
         ok = ok and not problems
 
     versions = [e.version for e in declared if e.version in saved_by_version]

@@ -1,0 +1,76 @@
+"""Finding classes of the pinned vLLM releases (issue 14): a defect that stands, or a row
+that differs from the declaration, makes `verify --vllm VERSION` fail; hazards alone do
+not (properties/declared.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from properties.declared import CLASSES, judge, load_declaration, release_of
+from properties.runner import ClauseRow, Report, Verdict
+
+
+def report_with(rows: list[tuple[str, str, str]], name: str = "vllm 0.33.0 (tree x)") -> Report:
+    return Report(
+        adapter_ref="adapters/vllm",
+        adapter_name=name,
+        identity="vllm",
+        profile="ci",
+        provenance={},
+        rows=tuple(ClauseRow(c, p, 1, Verdict(v), "vllm") for c, p, v in rows),
+        results={},
+        clauses={},
+    )
+
+
+def declared_rows(version: str) -> list[tuple[str, str, str]]:
+    declaration = load_declaration(version)
+    assert declaration is not None
+    return [(c, p, v) for (c, p), (v, _) in declaration.rows.items()]
+
+
+def test_every_declared_finding_has_a_class() -> None:
+    for version in ("0.22.1", "0.33.0"):
+        declaration = load_declaration(version)
+        assert declaration is not None
+        assert {c for c, _ in declaration.findings.values()} <= set(CLASSES)
+        assert all(why for _, why in declaration.findings.values())
+
+
+def test_a_standing_defect_fails_and_hazards_alone_pass() -> None:
+    declaration = load_declaration("0.33.0")
+    assert declaration is not None
+    as_declared = declared_rows("0.33.0") + [("EXP-1", "exp_total_length", "pass")]
+    lines, clean = judge(report_with(as_declared), declaration)
+    assert not clean and lines[-1] == "verdict: defects stand"
+    assert any(line.startswith("  V12 SCH-6") for line in lines)
+    # a release whose only findings are hazards (0.33.0 without V12) is clean
+    hazards_only = dataclasses.replace(
+        declaration, rows={k: v for k, v in declaration.rows.items() if v[1] != "V12"}
+    )
+    fixed = [(c, p, "pass" if c == "SCH-6" else v) for c, p, v in as_declared]
+    lines, clean = judge(report_with(fixed), hazards_only)
+    assert clean and lines[-1] == "verdict: clean (hazards only)"
+    assert "hazards: 7 rows" in lines and "defects: 0 rows" in lines
+    # but a declared finding that stops failing differs from the declaration: red
+    lines, clean = judge(report_with(fixed), declaration)
+    assert not clean and lines[-1] == "verdict: differs from the declaration"
+
+
+def test_a_row_that_differs_fails() -> None:
+    declaration = load_declaration("0.33.0")
+    assert declaration is not None
+    rows = [(c, p, "pass" if c == "SCH-6" else v) for c, p, v in declared_rows("0.33.0")]
+    rows.append(("ECM-5", "EncoderCacheMachine", "FAIL"))
+    lines, clean = judge(report_with(rows), declaration)
+    assert not clean and "  NEW FAIL: ECM-5 EncoderCacheMachine" in lines
+    missing = [r for r in rows if r[0] != "HASH-4"]
+    lines, clean = judge(report_with(missing), declaration)
+    assert not clean and any("HASH-4 hash_structure_framed: declared FAIL" in x for x in lines)
+    assert judge(report_with(missing), declaration, partial=True)[1] is False  # V12's row
+
+
+def test_the_release_is_read_from_the_adapter_name() -> None:
+    assert release_of(report_with([], "vllm 0.33.0 (source tree /x)")) == "0.33.0"
+    assert release_of(report_with([], "vllm 0.33.1.dev5+gabc (source tree /x)")) is None
+    assert release_of(report_with([], "reference")) is None
