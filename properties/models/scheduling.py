@@ -51,6 +51,10 @@ class ExpectedDecision:
     outcomes: dict[int, Outcome] = field(default_factory=dict)
     #: ``("doorstep", i)`` (SCH-5), ``("rollback", i)`` (SCH-6), or None: not truncated
     stop: tuple[Literal["doorstep", "rollback"], int] | None = None
+    #: SCH-5 with a drafter shift: the doorstep that also keeps the look-ahead out of
+    #: the item, ``max(0, offset - computed - s)``, for a runner that cannot fall back
+    #: (v0.22.1); None where it is the same as ``num_new_tokens``.
+    doorstep_before_lookahead: int | None = None
 
 
 def overlaps(item: MultiModalItem, computed: int, new: int, shift: int) -> bool:
@@ -122,6 +126,9 @@ def expected_decision(
             # SCH-5: the doorstep, or nothing at all past it (a prefix hit inside).
             # (``min``: with a drafter look-ahead s > 1 the offset may lie past the end.)
             out.num_new_tokens = min(new, offset - computed) if computed < offset else 0
+            before_lookahead = max(0, offset - computed - shift)
+            if before_lookahead != out.num_new_tokens:
+                out.doorstep_before_lookahead = before_lookahead
             out.stop = ("doorstep", i)
             out.outcomes[i] = "blocked"
         elif rows_in_window(item, computed, window_end) == 0 and i not in scheduled_by_impl:
