@@ -505,7 +505,10 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             want = self.model.get_freed_mm_hashes()
             if want:
                 self.reached("drain_freed")
-            note(f"the scheduler drains freed hashes for the worker: {want}")
+            note(
+                "the scheduler drains freed hashes for the worker: "
+                f"get_freed_mm_hashes() -> {got}"
+            )
             # A repeat is harmless (every consumer drops with pop(h, None)): ECM-7 judges
             # the set of hashes reported, not how often each is listed.
             held_now = sorted(set(got) & set(self.model.sizes))
