@@ -6,8 +6,9 @@ with the instructor's seed when one is given. Each item then gets one status:
 
 - ``passed`` — every clause of the item holds: its points;
 - ``failed`` — a clause is violated (FAIL), or the implementation crashed (ERROR);
-- ``blocked`` — a state machine stopped at the violation of a clause of *another*
-  item before it could check this one: 0 points, and the item that blocked it named;
+- ``blocked`` — no run of a state machine could check this item's clause without
+  breaking a clause of *another* item first (the machine is re-run with failing clauses
+  set aside, so this is rare): 0 points, and the reason named;
 - ``not provided`` — the adapter lacks a component the item is about, or the component
   raises ``NotImplementedError`` (the student template's unfilled stubs);
 - ``not attempted`` — the adapter declares, in ``Adapter.not_attempted``, a capability
@@ -463,9 +464,17 @@ def _blocked_summary(
                 text = f"{row.property} stopped at {cause}" + (f" ({where})" if where else "")
                 if text not in causes:
                     causes.append(text)
+    reasons = dict.fromkeys(
+        result.blocked_because
+        for row in report.rows
+        if row.clause in blocked
+        and (result := report.results.get(row.property)) is not None
+        and result.blocked_because
+    )
+    why = f" ({'; '.join(reasons)})" if reasons else ""
     return (
         f"not checked to the end ({', '.join(blocked)}): " + "; ".join(causes)
-        + " — fix that first"
+        + why + " — fix that first"
     )
 
 
