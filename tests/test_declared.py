@@ -44,11 +44,13 @@ def test_a_standing_defect_fails_and_hazards_alone_pass() -> None:
     lines, clean = judge(report_with(as_declared), declaration)
     assert not clean and lines[-1] == "verdict: defects stand"
     assert any(line.startswith("  V12 SCH-6") for line in lines)
-    # a release whose only findings are hazards (0.33.0 without V12) is clean
+    # a release whose only findings are hazards (0.33.0 without its defects) is clean
+    defects = {f for f, (kind, _) in declaration.findings.items() if kind == "defect"}
     hazards_only = dataclasses.replace(
-        declaration, rows={k: v for k, v in declaration.rows.items() if v[1] != "V12"}
+        declaration, rows={k: v for k, v in declaration.rows.items() if v[1] not in defects}
     )
-    fixed = [(c, p, "pass" if c == "SCH-6" else v) for c, p, v in as_declared]
+    defect_rows = {c for (c, _), (_, f) in declaration.rows.items() if f in defects}
+    fixed = [(c, p, "pass" if c in defect_rows else v) for c, p, v in as_declared]
     lines, clean = judge(report_with(fixed), hazards_only)
     assert clean and lines[-1] == "verdict: clean (hazards only)"
     assert "hazards: 7 rows" in lines and "defects: 0 rows" in lines
@@ -60,7 +62,8 @@ def test_a_standing_defect_fails_and_hazards_alone_pass() -> None:
 def test_a_row_that_differs_fails() -> None:
     declaration = load_declaration("0.33.0")
     assert declaration is not None
-    rows = [(c, p, "pass" if c == "SCH-6" else v) for c, p, v in declared_rows("0.33.0")]
+    defect_rows = ("SCH-6", "HASH-5")
+    rows = [(c, p, "pass" if c in defect_rows else v) for c, p, v in declared_rows("0.33.0")]
     rows.append(("ECM-5", "EncoderCacheMachine", "FAIL"))
     lines, clean = judge(report_with(rows), declaration)
     assert not clean and "  NEW FAIL: ECM-5 EncoderCacheMachine" in lines
