@@ -19,7 +19,8 @@ position. The operator set (docs/vllm_mutation.md): comparison ``<``/``<=``, ``>
 swapped; an integer constant ``±1``; ``True``/``False`` swapped; ``and``/``or`` swapped (all
 of one expression's operators); a ``not`` removed; a returned expression (not a constant)
 replaced by ``None``; a call statement (``x.append(...)``, ``x.pop(...)``, ...) or a ``del``
-replaced by ``pass``. Logger calls are not mutated (log text has no clause). Mutants are
+replaced by ``pass``. A logger call's arguments are not mutated (deleting the call is a
+mutant, declared equivalent: log text has no clause). Mutants are
 sorted by position and operator; the id (``ecm-007``, ``hook-031``) is stable for a tree.
 
 Each mutant is written into one hard-linked copy of the tree (the mutated file unlinked
@@ -31,13 +32,18 @@ process: ``python -m properties verify --adapter adapters/vllm --profile ci --vl
 - *killed*: some row's verdict differs from the unmutated tree's
   (``properties.baseline.differences``);
 - *killed at import*: the run crashed (no saved report: vLLM's import or the adapter's
-  loading failed on the mutant), or ran past ``--timeout`` (an endless loop); counted
-  as detected and listed apart;
+  loading failed on the mutant); counted as detected and listed apart;
+- *timeout*: the run went on past ``--timeout-factor`` times the unmutated run's time (at
+  least 120 s): an endless loop, a job that never ends; counted as detected;
 - *invalid*: the mutated source does not compile (never run, never counted);
 - *equivalent*: a mutant read and judged equivalent (``EQUIVALENT`` below, with its
   reason); out of the denominator.
 
-    kill rate = (killed + killed at import) / (mutants run − equivalent)
+    kill rate = (killed + killed at import + timeout) / (mutants run − equivalent − invalid)
+
+A survivor whose failing rows (the unmutated tree's own findings, e.g. SCH-6 on 0.33.0)
+carry other messages than the unmutated tree's is marked so: the mutant changed a failure
+that was already there, which a verdict comparison cannot see (not counted as a kill).
 
 ``--limit N`` runs a deterministic sample of N mutants per file: evenly spaced over the
 sorted ids (``ids[i * total // N]``), so the same N gives the same sample.
@@ -98,7 +104,12 @@ TARGETS = {
 }
 
 #: Mutants read and judged equivalent on vLLM 0.33.0: id -> why no behaviour changes.
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "ecm-019": "can_allocate: num_embeds == num_free_slots falls through to the eviction loop, "
+    "which does not run (num_embeds > num_free_slots is false), and returns True as before",
+    "ecm-067": "compute_mm_encoder_budget: deletes the logger.warning of the no-modality "
+    "branch; the returned budgets are unchanged",
+}
 
 
 @dataclass(frozen=True)
@@ -386,7 +397,7 @@ def run_file(target: Target, tree: Path, workdir: Path, limit: int | None,
     print(f"\n== {target.path} ({target.key}): {len(mutants)} mutants, running {len(chosen)}; "
           f"unmutated tree {base_seconds:.0f} s, rows not pass: {', '.join(base_failing) or '-'}",
           flush=True)
-    timeout = max(60.0, timeout_factor * base_seconds)
+    timeout = max(120.0, timeout_factor * base_seconds)
 
     outcomes = []
     for mutant in chosen:
@@ -417,7 +428,8 @@ def run_file(target: Target, tree: Path, workdir: Path, limit: int | None,
                         outcomes.append(Outcome(mutant, "survived", seconds,
                                                 _masked(baseline, current)))
                 else:
-                    outcomes.append(Outcome(mutant, "killed at import", seconds, status))
+                    kind = "timeout" if status == "timeout" else "killed at import"
+                    outcomes.append(Outcome(mutant, kind, seconds, status))
         outcome = outcomes[-1]
         print(f"  {mutant.id} line {mutant.line} {mutant.operator}: {outcome.status} "
               f"({outcome.seconds:.0f} s){' — ' + outcome.detail if outcome.detail else ''}",
@@ -430,8 +442,9 @@ def summary(
     target: Target, outcomes: list[Outcome], generated: int, text: str
 ) -> dict[str, object]:
     count = {s: sum(o.status == s for o in outcomes)
-             for s in ("killed", "killed at import", "survived", "invalid", "equivalent")}
-    detected = count["killed"] + count["killed at import"]
+             for s in ("killed", "killed at import", "timeout", "survived", "invalid",
+                       "equivalent")}
+    detected = count["killed"] + count["killed at import"] + count["timeout"]
     denominator = len(outcomes) - count["equivalent"] - count["invalid"]
     rate = detected / denominator if denominator else 0.0
     seconds = [o.seconds for o in outcomes if o.status not in ("invalid", "equivalent")]
@@ -472,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="mutants run at once (one hard-linked copy each); default 1")
     parser.add_argument("--vllm-src", type=Path, default=DEFAULT_TREE)
     parser.add_argument("--timeout-factor", type=float, default=5.0,
-                        help="a mutant's run past this many times the unmutated run's time is "
-                             "killed (counted with the import crashes)")
+                        help="a mutant's run past this many times the unmutated run's (at least "
+                             "120 s) is stopped: 'timeout', counted as detected")
     parser.add_argument("--ids", nargs="+", default=[], metavar="ID",
                         help="run only these mutants (e.g. survivors again), not a sample")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
