@@ -103,12 +103,39 @@ TARGETS = {
     ),
 }
 
+_ENCODER_DECODER = (
+    "only encoder-decoder models reach it (is_encoder_decoder is False for a decoder-only "
+    "VLM: the branch is skipped, or `and` stops before the mutated operand)"
+)
+_EC_CONNECTOR = (
+    "the ec_connector branch: reached only with an encoder-cache connector (EC transfer) "
+    "configured; ec_connector is None otherwise, and the branch's guard is not mutated"
+)
+
 #: Mutants read and judged equivalent on vLLM 0.33.0: id -> why no behaviour changes.
 EQUIVALENT: dict[str, str] = {
     "ecm-019": "can_allocate: num_embeds == num_free_slots falls through to the eviction loop, "
     "which does not run (num_embeds > num_free_slots is false), and returns True as before",
     "ecm-067": "compute_mm_encoder_budget: deletes the logger.warning of the no-modality "
     "branch; the returned budgets are unchanged",
+    "hook-008": "assert len(mm_features) >= 0: the early return on `not has_encoder_inputs` "
+    "already excludes an empty list, so the assertion holds either way",
+    "hook-009": "assert len(mm_features) > -1: a length is never negative; same as hook-008",
+    "hook-015": _ENCODER_DECODER,
+    "hook-016": _ENCODER_DECODER,
+    "hook-018": _ENCODER_DECODER,
+    "hook-019": _ENCODER_DECODER,
+    "hook-020": _ENCODER_DECODER,
+    "hook-021": _ENCODER_DECODER,
+    "hook-022": _ENCODER_DECODER,
+    "hook-023": _ENCODER_DECODER,
+    "hook-046": "computed == offset in the no-space branch: min(new, offset - computed) is "
+    "min(new, 0) = 0, what the else branch sets",
+    "hook-050": "start_idx_rel = max(-1, ...) only feeds the no-embeddings test: with an "
+    "is_embed mask a start <= 0 reads as 0; without one, end - (-1) and end - 0 are both "
+    "non-zero, since an item in the window has end_idx_rel > 0",
+    "hook-060": _EC_CONNECTOR,
+    "hook-061": _EC_CONNECTOR,
 }
 
 
