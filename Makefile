@@ -136,6 +136,14 @@ verify-vllm: $(VLLM_VENV)/.installed
 verify-vllm-ci: $(VLLM_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) adapters/vllm/ci.py
 
+# make vllm-mutation [VLLM_MUTATION_ARGS="--file scheduler --limit 40"]: first-order mutants
+# of vLLM 0.33.0's EncoderCacheManager and scheduling hook, and how many the properties kill
+# (docs/vllm_mutation.md). Slow (about 20 s a mutant): not part of `make test` or CI.
+.PHONY: vllm-mutation
+VLLM_MUTATION_ARGS ?=
+vllm-mutation: $(VLLM_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(VLLM_PYTHON) benchmarks/vllm_mutation.py $(VLLM_MUTATION_ARGS)
+
 # --- fuzzing (docs/fuzz.md): atheris (libFuzzer) drives Hypothesis' fuzz_one_input over the
 # stateless properties; failures go to the adapter's example database: its directory, or the
 # shared Redis database with REDIS=redis://host:port/db (MMSPEC_REDIS_URL), which `make verify`
