@@ -24,22 +24,6 @@ def _check_count(name: str, value: object) -> int:
     return value
 
 
-def _rolled_back(request: RequestView, input_id: int, computed: int, shift: int) -> int:
-    """SCH-6's rollback before item ``input_id``: ``max(0, offset - computed - s)``,
-    keeping the drafter's look-ahead out of the item too; but where that would end
-    strictly inside the previous item (one the chunk started at or before, and covered
-    whole), the chunk ends at that item's end instead. The look-ahead is trimmed from
-    text, never from an image: with adjacent images, subtracting the shift would cut the
-    earlier image in half (vLLM 0.33.0 does; SPEC.md SCH-6)."""
-    offset = request.items[input_id].mm_position.offset
-    new = max(0, offset - computed - shift)
-    if input_id > 0:
-        previous = request.items[input_id - 1].mm_position
-        if computed <= previous.offset < computed + new < previous.end:
-            new = previous.end - computed
-    return new
-
-
 class SchedulingHook:
     """``spec.components.SchedulingHook``, built from a ``SchedulerConfig``.
 
@@ -100,7 +84,7 @@ class SchedulingHook:
             if self._disable_chunked_mm_input and (
                 computed <= offset and computed + new < offset + length
             ):
-                new = _rolled_back(request, input_id, computed, shift)
+                new = self.rolled_back(request, input_id, computed, shift)
                 break
 
             if item.mm_hash in planned:  # SCH-3: encoded once this step, shared
@@ -142,6 +126,22 @@ class SchedulingHook:
             encoder_compute_budget=budget,
             duplicate_encoder_inputs=tuple(duplicates),
         )
+
+    @staticmethod
+    def rolled_back(request: RequestView, input_id: int, computed: int, shift: int) -> int:
+        """SCH-6's rollback before item ``input_id``: ``max(0, offset - computed - s)``,
+        keeping the drafter's look-ahead out of the item too; but where that would end
+        strictly inside the previous item (one the chunk started at or before, and
+        covered whole), the chunk ends at that item's end instead. The look-ahead is
+        trimmed from text, never from an image: with adjacent images, subtracting the
+        shift would cut the earlier image in half (vLLM 0.33.0 does; SPEC.md SCH-6)."""
+        offset = request.items[input_id].mm_position.offset
+        new = max(0, offset - computed - shift)
+        if input_id > 0:
+            previous = request.items[input_id - 1].mm_position
+            if computed <= previous.offset < computed + new < previous.end:
+                new = previous.end - computed
+        return new
 
     def compute_mm_encoder_budget(
         self, config: EncoderBudgetConfig, max_tokens_per_item: Mapping[str, int]

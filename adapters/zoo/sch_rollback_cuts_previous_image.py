@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import reference.scheduling
 from reference.scheduling import SchedulingHook
 from spec.adapter import Adapter
-from spec.components import EncoderCacheManager
-from spec.types import RequestView, ScheduleDecision
+from spec.types import RequestView
 
 BREAKS = "SCH-6"
 KILLED_BY = "sch_no_partial_item_when_disabled"
@@ -17,34 +15,11 @@ ORIGIN = (
 )
 
 
-def _shifted_rollback(request: RequestView, input_id: int, computed: int, shift: int) -> int:
-    # BUG: the drafter shift is subtracted even when that ends inside the previous image
-    return max(0, request.items[input_id].mm_position.offset - computed - shift)
-
-
 class ShiftedRollback(SchedulingHook):
-    def try_schedule_encoder_inputs(
-        self,
-        request: RequestView,
-        num_computed_tokens: int,
-        num_new_tokens: int,
-        encoder_compute_budget: int,
-        cache: EncoderCacheManager,
-        shift_computed_tokens: int = 0,
-    ) -> ScheduleDecision:
-        correct = reference.scheduling._rolled_back
-        reference.scheduling._rolled_back = _shifted_rollback
-        try:
-            return super().try_schedule_encoder_inputs(
-                request,
-                num_computed_tokens,
-                num_new_tokens,
-                encoder_compute_budget,
-                cache,
-                shift_computed_tokens,
-            )
-        finally:
-            reference.scheduling._rolled_back = correct
+    @staticmethod
+    def rolled_back(request: RequestView, input_id: int, computed: int, shift: int) -> int:
+        # BUG: the drafter shift is subtracted even when that ends inside the previous image
+        return max(0, request.items[input_id].mm_position.offset - computed - shift)
 
 
 ADAPTER = Adapter(
