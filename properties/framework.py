@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hypothesis import Phase
 from hypothesis import note as _hypothesis_note
 from hypothesis import reject as _reject
 from hypothesis import reproduce_failure as _reproduce_failure
@@ -212,12 +213,33 @@ class Runnable:
     machine_class: type[RuleBasedStateMachine] | None = None
 
 
+#: ``Runnable.replay`` for a failure found in an explicit ``@example``, for which
+#: Hypothesis prints no ``@reproduce_failure`` blob: the explicit examples alone are run
+#: again, stopping at the first that fails (a stateless property only).
+EXPLICIT_EXAMPLES: tuple[str, bytes] = ("explicit examples", b"")
+
+#: Called at the start of every test case of a stateless property (:func:`each_example`).
+_EXAMPLE_STARTED: list[Callable[[], None]] = []
+
+
+@contextmanager
+def each_example(started: Callable[[], None]) -> Iterator[None]:
+    """Call ``started`` at the start of every test case of the stateless properties run
+    inside (the grader's recorder keeps the calls of the last one: with
+    :data:`EXPLICIT_EXAMPLES`, the failing explicit example)."""
+    _EXAMPLE_STARTED.append(started)
+    try:
+        yield
+    finally:
+        _EXAMPLE_STARTED.remove(started)
+
+
 def _apply_overrides(runnable: Runnable, target: Any) -> None:
     """Seed or replay ``target`` (a ``@given`` test or a machine class) through
     Hypothesis' public decorators, as ``runnable`` asks."""
     if runnable.seed is not None:
         _seed(runnable.seed)(target)
-    if runnable.replay is not None:
+    if runnable.replay is not None and runnable.replay != EXPLICIT_EXAMPLES:
         _reproduce_failure(*runnable.replay)(target)
 
 
@@ -229,12 +251,16 @@ def stateless(test: Any) -> Runnable:
     @functools.wraps(inner)
     def counted(*args: Any, **kwargs: Any) -> None:
         runnable.examples += 1
+        for started in _EXAMPLE_STARTED:
+            started()
         inner(*args, **kwargs)
 
     # Hypothesis documents replacing ``inner_test`` for wrappers like this one.
     test.hypothesis.inner_test = counted
 
     def run(profile: Settings) -> None:
+        if runnable.replay == EXPLICIT_EXAMPLES:
+            profile = Settings(profile, phases=(Phase.explicit,), report_multiple_bugs=False)
         target = profile(test)
         _apply_overrides(runnable, target)
         target()

@@ -45,7 +45,13 @@ from properties.loader import (
     load_adapter,
 )
 from properties.profiles import DEFAULT_PROFILE, PROFILES, settings_for
-from spec.clauses import MIN_TRANSITION_HITS, Clause, load_clauses, load_transitions
+from spec.clauses import (
+    MIN_TRANSITION_HITS,
+    Clause,
+    load_clauses,
+    load_transition_judges,
+    load_transitions,
+)
 
 if TYPE_CHECKING:
     from properties.isolation.session import IsolatedSession
@@ -225,6 +231,15 @@ def run_property(
         extra += again.seconds
         if again.verdict is Verdict.PASS:
             return _combined(result, failures, remaining, "", extra)
+        if again.verdict is Verdict.VACUOUS and again.transitions:
+            judged, unreached = _judged_by_coverage(spec.name, remaining, again.transitions)
+            if judged:
+                why = (
+                    f"with runs that break {', '.join(aside)} set aside, the transitions "
+                    f"that judge them were reached fewer than {MIN_TRANSITION_HITS} times: "
+                    + ", ".join(unreached)
+                )
+                return _combined(result, failures, judged, why, extra)
         new = [f for f in again.failures if f.verdict is Verdict.FAIL and f.clause not in aside]
         if again.verdict is Verdict.FAIL and new and len(new) == len(again.failures):
             failures += new
@@ -247,6 +262,28 @@ def _combined(
         blocked_because=blocked_because or first.blocked_because,
         seconds=first.seconds + extra_seconds,
     )
+
+
+def _judged_by_coverage(
+    machine: str, clauses: tuple[str, ...], reached: tuple[tuple[str, int], ...]
+) -> tuple[tuple[str, ...], list[str]]:
+    """Of ``clauses``, those every transition that judges them (SPEC.md "## Transitions")
+    reached ``MIN_TRANSITION_HITS`` times on a run with other clauses set aside, and the
+    transitions (with their counts) that fell short for the rest."""
+    judges = load_transition_judges().get(machine, {})
+    counts = dict(reached)
+    short = {name for name, count in reached if count < MIN_TRANSITION_HITS}
+    judged = tuple(
+        clause
+        for clause in clauses
+        if not any(clause in judges.get(name, ()) for name in short)
+    )
+    unreached = [
+        f"{name} {counts[name]} (judges {', '.join(judges.get(name, ()))})"
+        for name, _count in reached
+        if name in short
+    ]
+    return judged, unreached
 
 
 def _why_not_judged(again: PropertyResult, aside: tuple[str, ...]) -> str:

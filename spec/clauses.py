@@ -18,6 +18,9 @@ _HEADING = re.compile(r"^### (?P<id>[A-Z]+-\d+) — (?P<title>.+)$")
 _FIELD = re.compile(r"^- \*\*(?P<name>[A-Za-z ]+):\*\* (?P<value>.*)$")
 _TRANSITIONS = re.compile(r"^- `(?P<machine>\w+)`: (?P<body>.*)$")
 _TRANSITION_NAME = re.compile(r"`(\w+)` \(")
+_TRANSITION_JUDGES = re.compile(
+    r"`(\w+)` \([^()]*; judges (?P<clauses>[A-Z]+-\d+(?:, [A-Z]+-\d+)*)\)"
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,24 @@ def load_transitions() -> dict[str, tuple[str, ...]]:
         match = _TRANSITIONS.match(line)
         if match:
             result[match["machine"]] = tuple(_TRANSITION_NAME.findall(match["body"]))
+    return result
+
+
+@lru_cache(maxsize=1)
+def load_transition_judges() -> dict[str, dict[str, tuple[str, ...]]]:
+    """Machine name -> transition -> the clauses it judges (SPEC.md's "judges ..."): on a
+    run with clauses set aside, a clause passes only if every transition that judges it
+    was reached (``MIN_TRANSITION_HITS`` times)."""
+    text = SPEC_PATH.read_text(encoding="utf-8")
+    section = text.split("## Transitions", 1)[1]
+    result: dict[str, dict[str, tuple[str, ...]]] = {}
+    for line in section.splitlines():
+        match = _TRANSITIONS.match(line)
+        if match:
+            result[match["machine"]] = {
+                judged[1]: tuple(judged["clauses"].split(", "))
+                for judged in _TRANSITION_JUDGES.finditer(match["body"])
+            }
     return result
 
 

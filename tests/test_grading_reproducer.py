@@ -16,6 +16,7 @@ from properties.grading.replay_runtime import Labels, Mismatch, expect, normal, 
 from properties.grading.reproducer import (
     ScriptContext,
     Unrenderable,
+    _apply,
     _Literals,
     build_script,
     oracle_outcomes,
@@ -169,6 +170,31 @@ def test_snapshots_do_not_follow_later_mutation() -> None:
     call = log.entries[-1]
     assert isinstance(call, Call)
     assert float(np.asarray(call.args[0]).sum()) == 0.0
+
+
+def test_the_callers_writes_between_calls_are_recorded_with_their_paths() -> None:
+    """A write into a result or into a handed-over buffer between two calls is logged
+    before the second; what the call itself changed is not the caller's."""
+    reference = load_adapter("reference").adapter
+    parts, log = recording_parts(build_parts(reference, None))
+    splice = parts.splice()
+    embeds = np.zeros((2, 1), dtype=np.float32)
+    merged = splice.merge(embeds, [np.ones((1, 1), dtype=np.float32)], np.array([False, True]))
+    assert not log.writes, "what merge itself wrote into its argument is its own doing"
+    embeds[...] = 5.0  # the caller reuses its buffer
+    np.asarray(merged)[...] = 7.0  # and writes into the result it owns
+    splice.merge(embeds, [np.ones((1, 1), dtype=np.float32)], np.array([False, True]))
+    written = [(w.before, w.origin, w.where, w.path, w.contents.tolist()) for w in log.writes]
+    assert written == [
+        (2, 1, "args", (("arg", 0),), [[5.0], [5.0]]),
+        (2, 1, "result", (), [[7.0], [7.0]]),
+    ]
+    # the oracle's replay makes the same writes into what crossed on its side
+    handed, returned = np.zeros((2, 1), np.float32), np.zeros((2, 1), np.float32)
+    crossed: dict[tuple[int, str], object] = {(1, "args"): ([handed], {}), (1, "result"): returned}
+    for write in log.writes:
+        _apply(write, crossed)
+    assert handed.tolist() == [[5.0], [5.0]] and returned.tolist() == [[7.0], [7.0]]
 
 
 # --- narration ----------------------------------------------------------------------

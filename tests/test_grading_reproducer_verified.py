@@ -22,7 +22,7 @@ import pytest
 from properties.grading.formats import render
 from properties.grading.formats.common import reproducer_outcome, run_line
 from properties.grading.grade import GradeReport, grade
-from properties.grading.reproducer import Verification, verify_script
+from properties.grading.reproducer import Verification, _runtime_source, verify_script
 from properties.grading.rubric import load_rubric
 from properties.isolation import Limits
 
@@ -31,7 +31,11 @@ RUBRIC = load_rubric(None)
 
 #: (zoo entry, properties to grade it on): entries that lose points, each on the
 #: property that kills it, and sch_duplicate_encoded_twice — a scheduling hook only, no
-#: engine loop — on the engine machine too, where the reference engine stands in.
+#: engine loop — on the engine machine too, where the reference engine stands in;
+#: sys_reencodes_held brings its own engine loop (checked against its graded run), and
+#: worker_returns_view fails only through the caller's writes into what it returned.
+#: Every zoo entry was measured the same way (docs/grading.md, "What a reproducer
+#: guarantees").
 SAMPLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hash_no_shape", ("hash_array_dtype_and_shape",)),
     ("spl_broadcast_single_row", ("SPL-4",)),
@@ -39,6 +43,8 @@ SAMPLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pfx_no_offset", ("pfx_moving_image_changes_hashes",)),
     ("ecm_newest_first_eviction", ("EncoderCacheMachine",)),
     ("sch_duplicate_encoded_twice", ("EngineMachine",)),
+    ("sys_reencodes_held", ("EngineMachine",)),
+    ("worker_returns_view", ("wrk_gather_selects_embed_rows",)),
 )
 
 
@@ -124,7 +130,56 @@ def test_a_build_without_an_engine_loop_is_not_blamed_for_the_reference() -> Non
     assert "EngineConfig.token_budget must be an int" not in text.split("expected vs")[-1]
 
 
+def test_an_own_engine_loop_reproduces_by_giving_its_graded_result_again() -> None:
+    """SPEC.md fixes invariants for an engine loop, not one schedule: each of its calls is
+    checked against what it gave when graded, and the call after which the grader found
+    the violation, giving the same again, is the reproduction, with the finding."""
+    report = _graded("sys_reencodes_held", ("EngineMachine",))
+    failure = next(f for result in report.items for f in result.failures)
+    assert failure.reproducer is not None and failure.reproducer.verification is not None
+    script, verification = failure.reproducer.script, failure.reproducer.verification
+    assert "with as_graded(" in script and "with check(" in script
+    assert "gave again what it gave when graded" in verification.detail
+    assert f"which the grader judged: {failure.clause}: " in verification.detail
+
+
+def test_the_callers_writes_are_replayed() -> None:
+    """WRK-3: the caller owns what it was given and may reuse what it handed over; the
+    script makes the property's writes, so an aliasing store fails there too."""
+    report = _graded("worker_returns_view", ("wrk_gather_selects_embed_rows",))
+    failure = next(f for result in report.items for f in result.failures)
+    assert failure.reproducer is not None
+    script = failure.reproducer.script
+    assert "[...] = -1.0  # the caller writes into a result it was given" in script
+    assert "[...] = -2.0  # the caller writes into a buffer it handed over" in script
+
+
 # --- a script that does not reproduce is not claimed to -------------------------------
+
+
+def _as_graded_script(gives: int) -> str:
+    """A script whose one engine step gave 1 when graded, and gives ``gives`` now."""
+    return "\n".join(
+        [
+            _runtime_source(),
+            "install()",
+            "with as_graded(1, 'engine.step()', ('returns', 1), 'SYS-3: re-encodes A') as got:",
+            f"    got.value = {gives}",
+            "",
+        ]
+    )
+
+
+def test_an_engine_step_that_differs_from_its_graded_run_is_not_a_reproduction() -> None:
+    same = _verify(_as_graded_script(1))
+    assert same.reproduces and same.step == 1
+    assert "which the grader judged: SYS-3: re-encodes A" in same.detail
+    other = _verify(_as_graded_script(2))
+    assert not other.reproduces and not other.completed
+    assert other.detail.startswith("did not replay the graded run: step 1: engine.step()")
+    assert "when graded your implementation gave: 1" in other.detail
+    assert "reproduces the failure on its own" not in reproducer_outcome(other)
+
 
 
 def _verify(source: str, **kwargs: object) -> Verification:

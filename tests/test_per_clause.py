@@ -72,3 +72,18 @@ def test_one_bug_costs_one_item() -> None:
     assert status == {
         items[0]: ItemStatus.PASSED, items[1]: ItemStatus.FAILED, items[2]: ItemStatus.PASSED
     }, status
+
+
+def test_a_clause_is_judged_when_the_transitions_that_judge_it_were_reached() -> None:
+    """A cache that evicts one entry too few breaks ECM-5 on every eviction that needs
+    two entries, so the runs that remain rarely drain a freed hash: ECM-7 (judged by
+    ``drain_freed``) stays blocked and says why, while the clauses whose transitions
+    were reached — sharing, freeable, references — are judged and pass (SPEC.md
+    "## Transitions": each transition names the clauses it judges)."""
+    report = verify("adapters.zoo.ecm_evicts_one_short", "ci", ["EncoderCacheMachine"])
+    verdicts = {row.clause: row.verdict for row in report.rows}
+    assert verdicts["ECM-5"] is Verdict.FAIL, render(report)
+    assert {verdicts[c] for c in ("ECM-2", "ECM-3", "ECM-6")} == {Verdict.PASS}, render(report)
+    assert verdicts["ECM-7"] is Verdict.BLOCKED, render(report)
+    because = report.results["EncoderCacheMachine"].blocked_because
+    assert "drain_freed" in because and "judges ECM-7" in because, because

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from properties.catalog import registered_properties
 from properties.loader import build_parts, load_adapter
-from spec.clauses import load_clauses, load_transitions
+from spec.clauses import load_clauses, load_transition_judges, load_transitions
 from tests.test_zoo import ENTRIES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +54,19 @@ def test_every_declared_machine_is_a_registered_property() -> None:
     )
     assert machines <= set(declared), f"{sorted(machines - set(declared))} declare no transitions"
     assert all(declared.values()), "a machine's transition list is empty"
+
+
+def test_every_transition_judges_clauses_of_its_machine() -> None:
+    """SPEC.md's "judges ..." per transition (per-clause coverage on runs with clauses
+    set aside): every declared transition names at least one clause, each a clause of
+    the machine's own property."""
+    registry = registered_properties()
+    judges = load_transition_judges()
+    for machine, transitions in load_transitions().items():
+        assert set(judges[machine]) == set(transitions), (machine, judges[machine])
+        own = set(registry[machine].clauses)
+        for transition, clauses in judges[machine].items():
+            assert clauses and set(clauses) <= own, (machine, transition, clauses)
 
 
 def test_every_clause_family_has_a_zoo_entry() -> None:

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 # Lines Hypothesis writes (the first line of a note); the indented lines that follow
 # such a line continue it.
 _HYPOTHESIS_LINE = re.compile(
-    r"^(Falsifying example|Failing test case|Trying example|Falsifying explicit example"
+    r"^(Falsifying example|Failing test case|Trying example|(?:Falsifying|Failing) explicit"
+    r" example"
     r"|(?:\w+(?:, \w+)* = )?state(?: = \w+\(|\.\w+\()|Draw \d+|Explanation:|Unreliable test"
     r"|You can reproduce"
     r"|Highest target score|\(Hypothesis: )"

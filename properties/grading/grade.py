@@ -32,6 +32,7 @@ from hypothesis.reporting import with_reporter
 
 from properties.catalog import registered_properties
 from properties.exhaustive.check import Exhaustive
+from properties.framework import EXPLICIT_EXAMPLES, each_example
 from properties.grading.counterexample import narration, numbered, parse_blob
 from properties.grading.recording import recording_parts
 from properties.grading.reproducer import (
@@ -504,6 +505,8 @@ def _missing_summary(rows: Sequence[ClauseRow], report: Report) -> str:
     return "; ".join(_merged(reasons))
 
 
+#: Hypothesis' first note on a failure found in an explicit ``@example``.
+_EXPLICIT = re.compile(r"^(Falsifying|Failing) explicit example")
 _ABSENT = re.compile(r"^(?P<who>.+) does not provide (?P<what>.+)$")
 
 
@@ -595,6 +598,9 @@ def _with_reproducer(
     if context.exhaustive is not None:
         return without("found by exhaustive search: the numbered path above is the reproducer")
     blob = parse_blob(failure.reproduce)
+    explicit = blob is None and any(_EXPLICIT.match(note) for note in failure.counterexample)
+    if explicit:
+        blob = EXPLICIT_EXAMPLES
     if blob is None:
         return without("Hypothesis gave no replay blob for this failure")
     registry = registered_properties()
@@ -606,10 +612,22 @@ def _with_reproducer(
         parts = context.session.parts(reference.adapter)
         context.session.begin_property(detail.property_name)
     recorded, log = recording_parts(parts)
-    with with_reporter(lambda value: log.notes.append(str(value))):
+    with with_reporter(lambda value: log.notes.append(str(value))), each_example(log.restart):
         replayed = run_property(
-            spec, recorded, context.profile, context.loaded.identity, replay=blob
+            spec,
+            recorded,
+            context.profile,
+            context.loaded.identity,
+            replay=blob,
+            set_aside=failure.set_aside if explicit else (),
         )
+    if explicit:
+        # Hypothesis keeps an explicit example's notes on its exception, not in order
+        # between the calls: the narration goes first.
+        same = next((f for f in replayed.failures if f.clause == failure.clause), None)
+        log.notes[:] = list(same.counterexample) if same is not None else []
+        for entry in log.entries:
+            entry.notes_before = len(log.notes)
     again = [f for f in replayed.failures if f.clause == failure.clause]
     if not again:
         return without(

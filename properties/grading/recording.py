@@ -11,14 +11,25 @@ call makes them again.
 The grader records only when it replays the single minimal failing test case
 (``@reproduce_failure``), so the log is exactly that test case's calls, and the
 narration reported during it (``note()``) is interleaved by position.
+
+The caller's writes are recorded too (:class:`Write`): every array that crosses a
+top-level call, in its arguments or its result, is watched, and a change made between
+calls — the property writing into a result it owns, or into a buffer it handed over
+(WRK-3) — is logged before the next call, so that a reproducer makes the same writes
+and an implementation that aliases what it was given or what it returned fails there as
+it did when graded. Changes made during a call are the implementation's own: replaying
+the call makes them again.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
+
+import numpy as np
 
 from properties.framework import Parts
 from spec.adapter import COMPONENTS
@@ -78,6 +89,36 @@ class Call:
 
 Entry = Construction | Call
 
+#: One step from a call's arguments or result to an array inside it: ``("arg", i)``,
+#: ``("kwarg", name)``, ``("index", i)``, ``("key", k)`` or ``("attr", name)``.
+PathStep = tuple[str, object]
+
+
+@dataclass(frozen=True)
+class Write:
+    """Before entry ``before``, the caller wrote ``contents`` into the array reached by
+    ``path`` from the arguments (``path`` starts with ``arg``/``kwarg``) or the result
+    (``where == "result"``) of the call at entry ``origin``."""
+
+    before: int
+    origin: int
+    where: Literal["args", "result"]
+    path: tuple[PathStep, ...]
+    contents: np.ndarray[Any, Any]
+
+
+@dataclass
+class _Watched:
+    array: np.ndarray[Any, Any]
+    seen: bytes
+    origin: int
+    where: Literal["args", "result"]
+    path: tuple[PathStep, ...]
+
+
+#: How deep a result or an argument is searched for arrays.
+_WATCH_DEPTH = 6
+
 T = TypeVar("T")
 
 
@@ -92,6 +133,52 @@ class CallLog:
     #: Every proxy and factory handed out: snapshots keep them as themselves.
     keep: dict[int, object] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    #: The caller's writes into arrays that crossed a call, in order.
+    writes: list[Write] = field(default_factory=list)
+    watched: dict[int, _Watched] = field(default_factory=dict)
+
+    def restart(self) -> None:
+        """Forget everything recorded: a new test case begins (explicit examples)."""
+        self.entries.clear()
+        self.notes.clear()
+        self.writes.clear()
+        self.watched.clear()
+        self.counters.clear()
+
+    def writes_before(self, index: int) -> list[Write]:
+        return [w for w in self.writes if w.before == index]
+
+    def note_writes(self) -> None:
+        """Log what the caller wrote into watched arrays since the last call."""
+        for watched in self.watched.values():
+            now = _contents(watched.array)
+            if now != watched.seen:
+                watched.seen = now
+                self.writes.append(
+                    Write(
+                        len(self.entries),
+                        watched.origin,
+                        watched.where,
+                        watched.path,
+                        watched.array.copy(),
+                    )
+                )
+
+    def watch(self, origin: int, args: tuple[object, ...], kwargs: Mapping[str, object],
+              result: object) -> None:
+        """Watch the arrays of call ``origin`` (after it returned), and take every watched
+        array's contents as of now: what the call itself changed is not the caller's."""
+        found: list[tuple[Literal["args", "result"], tuple[PathStep, ...], object]] = [
+            *(("args", (("arg", i),), a) for i, a in enumerate(args)),
+            *(("args", (("kwarg", k),), v) for k, v in kwargs.items()),
+            ("result", (), result),
+        ]
+        for where, path, value in found:
+            for array, inner in _arrays(value, path, _WATCH_DEPTH):
+                if id(array) not in self.watched:
+                    self.watched[id(array)] = _Watched(array, b"", origin, where, inner)
+        for watched in self.watched.values():
+            watched.seen = _contents(watched.array)
 
     def new_var(self, component: str) -> str:
         count = self.counters.get(component, 0) + 1
@@ -107,6 +194,33 @@ class CallLog:
             return value
 
 
+def _contents(array: np.ndarray[Any, Any]) -> bytes:
+    return bytes(np.ascontiguousarray(array).tobytes())
+
+
+def _arrays(
+    value: object, path: tuple[PathStep, ...], depth: int
+) -> list[tuple[np.ndarray[Any, Any], tuple[PathStep, ...]]]:
+    """The arrays inside ``value`` (sequences, mappings and dataclasses searched), each
+    with its path; components (proxies) are not searched."""
+    if isinstance(value, np.ndarray):
+        return [(value, path)] if value.dtype.kind in "biufc" else []
+    if depth == 0 or isinstance(value, (Recorded, RecordingFactory, str, bytes)):
+        return []
+    found: list[tuple[np.ndarray[Any, Any], tuple[PathStep, ...]]] = []
+    if isinstance(value, (list, tuple)):
+        for i, inner in enumerate(value):
+            found += _arrays(inner, (*path, ("index", i)), depth - 1)
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            if isinstance(key, (str, int)):
+                found += _arrays(inner, (*path, ("key", key)), depth - 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            found += _arrays(getattr(value, f.name), (*path, ("attr", f.name)), depth - 1)
+    return found
+
+
 class RecordingFactory:
     """A component factory that hands out :class:`Recorded` proxies."""
 
@@ -120,6 +234,7 @@ class RecordingFactory:
         log = self.log
         if log.depth > 0:
             return self.factory(*args)  # built by another component: not ours to record
+        log.note_writes()
         entry = Construction(
             log.new_var(self.component), self.component, log.snapshot(args), len(log.notes)
         )
@@ -155,6 +270,7 @@ class Recorded:
             return getattr(target, name)
         var = object.__getattribute__(self, "_mmspec_var")
         component = object.__getattribute__(self, "_mmspec_component")
+        log.note_writes()
         notes_before = len(log.notes)
         log.depth += 1
         try:
@@ -204,6 +320,7 @@ class _RecordedMethod:
         log = self.log
         if log.depth > 0:
             return self.method(*args, **kwargs)
+        log.note_writes()
         entry = Call(
             self.var,
             self.component,
@@ -213,6 +330,7 @@ class _RecordedMethod:
             log.snapshot(kwargs),
             len(log.notes),
         )
+        index = len(log.entries)
         log.entries.append(entry)
         log.depth += 1
         try:
@@ -223,6 +341,7 @@ class _RecordedMethod:
         finally:
             log.depth -= 1
         entry.outcome = Returned(log.snapshot(result))
+        log.watch(index, args, kwargs, result)
         return result
 
 

@@ -296,6 +296,78 @@ def check(
         expect(step, call, result.value, want, mode)
 
 
+class Recurred(Mismatch):
+    """The call the grader judged wrong gave, again, what it gave when graded."""
+
+    def __init__(self, step: int, call: str, actual: str, finding: str) -> None:
+        AssertionError.__init__(
+            self,
+            f"step {step}: {call}\n"
+            f"  {YOURS} gave again what it gave when graded: {actual}\n"
+            f"  which the grader judged: {finding}",
+        )
+        self.step = step
+
+
+class Diverged(AssertionError):
+    """A step of your own engine loop gave another result than when graded: what follows
+    would not be the run the grader judged."""
+
+    def __init__(self, step: int, call: str, graded: str, actual: str) -> None:
+        super().__init__(
+            f"step {step}: {call}\n"
+            f"  when graded {YOURS} gave: {graded}\n"
+            f"  this time it gave:{' ' * 14}{actual}\n"
+            "  (it depends on something besides its inputs, or it changed since grading: "
+            "replay the property instead)"
+        )
+        self.step = step
+
+
+#: Opaque values of your own engine loop's results, numbered as the grader numbered them.
+GRADED_LABELS = Labels()
+
+
+def graded_form(value: object, labels: Labels | None = None) -> object:
+    """The form :func:`as_graded` compares: what a call returned (embeddings by their
+    pattern of equalities), or the type of what it raised."""
+    if isinstance(value, BaseException):
+        return ("raises", type(value).__name__)
+    return ("returns", normal(value, "opaque-arrays", labels or GRADED_LABELS))
+
+
+def _show_graded(form: object) -> str:
+    if isinstance(form, tuple) and len(form) == 2 and form[0] == "raises":
+        return f"raised {form[1]}"
+    if isinstance(form, tuple) and len(form) == 2:
+        return show(form[1])
+    return show(form)
+
+
+@contextmanager
+def as_graded(step: int, call: str, graded: object, finding: str = "") -> Iterator[Result]:
+    """A call of your own engine loop, where the specification fixes invariants rather
+    than one schedule: it must give what it gave when graded (``graded``, a
+    :func:`graded_form`), so that what follows replays the graded run. ``finding``: this
+    is the call after which the grader found the violation — giving it again reproduces
+    the failure."""
+    result = Result()
+    try:
+        yield result
+    except Exception as e:
+        if raised_by(e)[0] == "script":
+            raise
+        now, shown = graded_form(e), f"raised {type(e).__name__}: {e}"
+    else:
+        now = graded_form(result.value)
+        shown = _show_graded(now)
+    if now != graded:
+        raise Diverged(step, call, _show_graded(graded), shown)
+    if finding:
+        raise Recurred(step, call, shown, finding)
+    print(f"step {step}: {call} -> {shown[:120]} (as when graded)")
+
+
 @contextmanager
 def builds(step: int, call: str) -> Iterator[None]:
     """The construction inside must not raise (it raised when graded)."""
@@ -346,9 +418,13 @@ def _report_mismatch(
             traceback.print_exception(cause, file=sys.stderr)
         print(f"\nREPRODUCED: {error}", file=sys.stderr)
         return
+    if isinstance(error, Diverged):
+        print(f"\nNOT REPLAYED: {error}", file=sys.stderr)
+        return
     sys.__excepthook__(kind, error, trace)
 
 
 def install() -> None:
-    """Make an uncaught :class:`Mismatch` print as its message (exit status 1)."""
+    """Make an uncaught :class:`Mismatch` (or :class:`Diverged`) print as its message
+    (exit status 1)."""
     sys.excepthook = _report_mismatch

@@ -12,10 +12,14 @@ what the hook schedules, what the splice returns), so those are compared value f
 value. Where it leaves the values open — a content hash, an encoder's embeddings, block
 hashes — only the pattern of equalities is compared (see
 :mod:`properties.grading.replay_runtime`). Where the specification fixes only invariants
-(a student's own engine loop may schedule differently), calls are replayed and shown
-but not checked. The script is then run once (:func:`verify_script`), through the
-grading child's isolation (limits, command prefix, cleanup), and it is said to reproduce
-the failure on its own only when that run ends in REPRODUCED.
+(a student's own engine loop may schedule differently), each call is checked against
+what it gave when graded, and the failure reproduces when the call after which the
+grader found the violation gives the same again. The caller's writes between calls
+(into a result it owns, or a buffer it handed over: WRK-3) are made as when graded
+(:class:`~properties.grading.recording.Write`). The script is then run once
+(:func:`verify_script`), through the grading child's isolation (limits, command
+prefix, cleanup), and it is said to reproduce the failure on its own only when that run
+ends in REPRODUCED.
 
 Every call is a step inside an expectation (``check``, ``raises``, ``builds``): a call
 that raises where a result is expected is a mismatch, and a probe meant to raise (an
@@ -24,6 +28,7 @@ invalid configuration) is replayed inside ``raises`` even when the reference bui
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import re
@@ -45,13 +50,15 @@ from properties.grading.recording import (
     CallLog,
     Construction,
     Outcome,
+    PathStep,
     Raised,
     Recorded,
     RecordingFactory,
     Returned,
+    Write,
     var_of,
 )
-from properties.grading.replay_runtime import THE_RUN, normal
+from properties.grading.replay_runtime import THE_RUN, Labels, graded_form, normal
 from properties.isolation.supervisor import Limits, describe_exit
 from spec.adapter import Adapter
 
@@ -110,14 +117,19 @@ class Reproducer:
 
 def oracle_outcomes(log: CallLog, reference: Adapter) -> list[Outcome | None]:
     """Each entry's outcome when the same calls are made on the reference's components
-    (None where it cannot be replayed: the object was never built)."""
+    (None where it cannot be replayed: the object was never built), with the caller's
+    writes (:class:`~properties.grading.recording.Write`) made between them."""
     objects: dict[str, object] = {}
     outcomes: list[Outcome | None] = []
+    crossed: dict[tuple[int, str], object] = {}  # (entry, "args"/"result") -> live value
+    written = {(w.origin, w.where) for w in log.writes}
 
     def resolve(value: object) -> object:
         return _resolve(value, objects, reference)
 
-    for entry in log.entries:
+    for index, entry in enumerate(log.entries):
+        for write in log.writes_before(index):
+            _apply(write, crossed)
         if isinstance(entry, Construction):
             factory = getattr(reference, entry.component)
             if factory is None:
@@ -139,12 +151,36 @@ def oracle_outcomes(log: CallLog, reference: Adapter) -> list[Outcome | None]:
             if entry.kind == "call":
                 args = [resolve(a) for a in entry.args]
                 kwargs = {k: resolve(v) for k, v in entry.kwargs.items()}
+                if (index, "args") in written:  # written into later: not the log's own
+                    keep = {id(o): o for o in objects.values()}
+                    args, kwargs = copy.deepcopy((args, kwargs), keep)
+                    crossed[(index, "args")] = (args, kwargs)
                 value = value(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - recorded as the outcome
             outcomes.append(Raised(type(e), str(e)))
             continue
+        crossed[(index, "result")] = value
         outcomes.append(Returned(log.snapshot(value)))
     return outcomes
+
+
+def _apply(write: Write, crossed: Mapping[tuple[int, str], object]) -> None:
+    """Make a recorded write on the oracle's side, where the same array exists there."""
+    value: Any = crossed.get((write.origin, write.where))
+    path = write.path
+    if write.where == "args" and value is not None:
+        args, kwargs = value
+        kind, key = path[0]
+        value = args[key] if kind == "arg" else kwargs.get(key)
+        path = path[1:]
+    for kind, key in path:
+        try:
+            value = getattr(value, str(key)) if kind == "attr" else value[key]
+        except (AttributeError, IndexError, KeyError, TypeError):
+            return
+    if isinstance(value, np.ndarray) and value.shape == write.contents.shape:
+        if value.flags.writeable:
+            value[...] = write.contents
 
 
 def _resolve(value: object, objects: Mapping[str, object], reference: Adapter) -> object:
@@ -307,16 +343,37 @@ def build_script(
     rendered = [_render_entry(entry, literals) for entry in log.entries]
     hoisted = _hoist(rendered)
     defined: set[str] = set()
+    bound: dict[tuple[int, str], str] = {}  # (entry, "result" / "arg" path step) -> name
+    written = {(w.origin, w.where if w.where == "result" else repr(w.path[0])) for w in log.writes}
+    open_calls = [
+        index
+        for index, entry in enumerate(log.entries)
+        if isinstance(entry, Call)
+        and entry.component in _OPEN_WHEN_THEIRS
+        and provenance.get(entry.component) == adapter_name
+        and entry.outcome is not None
+    ]
+    graded = _Graded(Labels(), frozenset(open_calls), _finding(context))
     step = 0
-    for entry, (_target, args), outcome in zip(log.entries, rendered, oracle, strict=True):
+    for index, (entry, (_target, args), outcome) in enumerate(
+        zip(log.entries, rendered, oracle, strict=True)
+    ):
+        for write in log.writes_before(index):
+            body.append(_write_line(write, bound))
         body += _comments(log.notes[notes_done : entry.notes_before])
         notes_done = max(notes_done, entry.notes_before)
-        for literal in args:
+        shown = [hoisted.get(a, a) for a in args]
+        fresh = _fresh_args(index, entry, args, step + 1, written)
+        for position, literal in enumerate(args):
             name = hoisted.get(literal)
-            if name and name not in defined:
+            if name and name not in defined and position not in fresh:
                 body.append(f"{name} = {literal}")
                 defined.add(name)
-        shown_args = ", ".join(hoisted.get(a, a) for a in args)
+        for position, (own, literal, spelled, key) in fresh.items():
+            body.append(f"{own} = {literal}")
+            bound[(index, key)] = own
+            shown[position] = spelled
+        shown_args = ", ".join(shown)
         if isinstance(entry, Construction):
             owner = owners.get(entry.component, "REFERENCE")
             literals.uses_reference |= owner == "REFERENCE"
@@ -326,14 +383,21 @@ def build_script(
                 body.append(built)
                 continue
             step += 1
-            shown = built if len(built) <= 100 else built[:97] + "..."
-            body += [wrapper.format(step=step, quoted=repr(shown)), f"    {built}"]
+            quoted_built = built if len(built) <= 100 else built[:97] + "..."
+            body += [wrapper.format(step=step, quoted=repr(quoted_built)), f"    {built}"]
             continue
         step += 1
         call = f"{entry.var}.{entry.member}" + (f"({shown_args})" if entry.kind == "call" else "")
-        body += _step(step, call, entry, outcome, provenance, adapter_name, literals, error_names)
+        lines = _step(
+            step, call, entry, outcome, provenance, adapter_name, literals, error_names,
+            graded.of(index, entry),
+        )
+        body += lines
+        if (index, "result") in written and " as got:" in lines[0]:
+            bound[(index, "result")] = f"result{step}"
+            body.append(f"result{step} = got.value")
     body += _comments(log.notes[notes_done:])
-    header = _header(context, step)
+    header = _header(context, step, own_engine=bool(open_calls))
     imports = _imports(literals.imports, error_names)
     lines = [
         "#!/usr/bin/env python3",
@@ -355,6 +419,89 @@ def build_script(
         f'print("\\nAll {step} checked steps gave what the specification expects.")'
     )
     return "\n".join(lines) + "\n", step
+
+
+@dataclass(frozen=True)
+class _Graded:
+    """How the ``calls`` of the adapter's own engine loop are checked: each against what
+    it gave when graded (``labels`` numbers embeddings as the script will), the last one
+    with the grader's ``finding``."""
+
+    labels: Labels
+    calls: frozenset[int]
+    finding: str
+
+    def of(self, index: int, entry: Call) -> tuple[object, str] | None:
+        """Called once per entry, in order (the labels number as the script will)."""
+        if index not in self.calls or entry.outcome is None:
+            return None
+        value: object = entry.outcome.value if isinstance(entry.outcome, Returned) else None
+        if isinstance(entry.outcome, Raised):
+            form: object = ("raises", entry.outcome.error_type.__name__)
+        else:
+            form = graded_form(value, self.labels)
+        return form, self.finding if index == max(self.calls) else ""
+
+
+def _finding(context: ScriptContext) -> str:
+    clause = context.clause_id or "an error"
+    message = context.message if len(context.message) <= 300 else context.message[:297] + "..."
+    return f"{clause}: {message}"
+
+
+def _arg_steps(entry: Call) -> list[PathStep]:
+    return [("arg", i) for i in range(len(entry.args))] + [("kwarg", k) for k in entry.kwargs]
+
+
+def _fresh_args(
+    index: int,
+    entry: Construction | Call,
+    args: Sequence[str],
+    step: int,
+    written: set[tuple[int, str]],
+) -> dict[int, tuple[str, str, str, str]]:
+    """The arguments of entry ``index`` the caller writes into later: each gets a name of
+    its own (``arg<step>_<position>``), so the write reaches the object the call got.
+    Position -> (name, literal, how the call spells it, its path step's key)."""
+    if not isinstance(entry, Call):
+        return {}
+    fresh: dict[int, tuple[str, str, str, str]] = {}
+    for position, (kind, key) in enumerate(_arg_steps(entry)):
+        if (index, repr((kind, key))) not in written:
+            continue
+        name = f"arg{step}_{key}"
+        if kind == "kwarg":
+            literal, spelled = args[position].split("=", 1)[1], f"{key}={name}"
+        else:
+            literal, spelled = args[position], name
+        fresh[position] = (name, literal, spelled, repr((kind, key)))
+    return fresh
+
+
+def _write_line(write: Write, bound: Mapping[tuple[int, str], str]) -> str:
+    """The caller's write, as the script makes it."""
+    if write.where == "result":
+        base, path = bound.get((write.origin, "result")), write.path
+        what = "a result it was given (it owns it)"
+    else:
+        base, path = bound.get((write.origin, repr(write.path[0]))), write.path[1:]
+        what = "a buffer it handed over (the implementation must not keep it)"
+    if base is None:
+        return f"# (the caller wrote into {what}, which this replay does not hold)"
+    where = base + "".join(
+        f".{key}" if kind == "attr" else f"[{key!r}]" for kind, key in path
+    )
+    return f"{where}[...] = {_fill(write.contents)}  # the caller writes into {what}"
+
+
+def _fill(contents: np.ndarray[Any, Any]) -> str:
+    flat = contents.reshape(-1)
+    if flat.size and bool(np.all((flat == flat[0]) | (np.isnan(flat) & np.isnan(flat[0])))):
+        first = flat[0].item()
+        if isinstance(first, float) and not np.isfinite(first):
+            return f"float({repr(first)!r})"
+        return repr(first)
+    return _array_literal(contents)
 
 
 def _render_entry(
@@ -423,12 +570,23 @@ def _step(
     adapter_name: str,
     literals: _Literals,
     error_names: set[tuple[str, str]],
+    graded: tuple[object, str] | None = None,
 ) -> list[str]:
     shown = call if len(call) <= 100 else call[:97] + "..."
     quoted = repr(shown)
     theirs = provenance.get(entry.component) == adapter_name
+    if entry.component in _OPEN_WHEN_THEIRS and theirs and graded is not None:
+        # SPEC.md fixes invariants here, not one schedule: the call must give what it
+        # gave when graded (the same run), and the last one is where the grader found
+        # the violation.
+        form, finding = graded
+        tail = f", {finding!r}" if finding else ""
+        return [
+            f"with as_graded({step}, {quoted}, {form!r}{tail}) as got:",
+            f"    got.value = {call}",
+        ]
     if entry.component in _OPEN_WHEN_THEIRS and theirs:
-        oracle = None  # SPEC.md fixes invariants here, not the values
+        oracle = None
     if isinstance(oracle, Raised) and oracle.error_type.__module__ == "spec.errors":
         name = oracle.error_type.__name__
         error_names.add(("spec.errors", name))
@@ -476,7 +634,7 @@ def _imports(modules: Mapping[str, set[str]], errors: set[tuple[str, str]]) -> l
     ]
 
 
-def _header(context: ScriptContext, steps: int) -> str:
+def _header(context: ScriptContext, steps: int, own_engine: bool = False) -> str:
     clause = f"{context.clause_id} — {context.clause_title}" if context.clause_id else "an error"
     return "\n".join(
         [
@@ -493,6 +651,7 @@ def _header(context: ScriptContext, steps: int) -> str:
             "the specification expects (the reference implementation's result for the same",
             "call; content hashes and embeddings by their pattern of equalities). It needs",
             "only numpy and this checkout's spec/ (and reference/ for components you lack).",
+            *(_OWN_ENGINE if own_engine else ()),
             "",
             "Run it from any folder (it finds the mmspec checkout: $MMSPEC_HOME, else a",
             "folder above it or the current one, else the checkout that wrote it):",
@@ -504,6 +663,15 @@ def _header(context: ScriptContext, steps: int) -> str:
             '"""',
         ]
     )
+
+
+_OWN_ENGINE = (
+    "Your engine loop's calls are checked against what they gave when graded instead:",
+    "SPEC.md fixes invariants for an engine loop, not one schedule, so the failure",
+    "reproduces when the call after which the grader found the violation gives the",
+    "same again; a call that gives something else stops the script (NOT REPLAYED).",
+    "The caller's writes into what it was given or handed over are made as when graded.",
+)
 
 
 def _docstring_safe(text: str) -> str:
@@ -598,6 +766,7 @@ _OUTPUT_READ = 64 * 1024
 _DETAIL_LINES = 12
 _DETAIL_LINE_CHARS = 400
 _REPRODUCED = "\nREPRODUCED: "
+_NOT_REPLAYED = "\nNOT REPLAYED: "
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -717,6 +886,9 @@ def _judge(
         step = re.match(r"step (\d+)", detail)
         by_stand_in = f"\n  {THE_RUN} gave:" in detail
         return Verification(True, int(step.group(1)) if step else None, detail, False, by_stand_in)
+    if code == 1 and _NOT_REPLAYED in stderr:
+        detail = untrusted_text(stderr.rsplit(_NOT_REPLAYED, 1)[1])
+        return Verification(False, None, "did not replay the graded run: " + detail)
     last = [line.strip() for line in stderr.splitlines() if line.strip()]
     if code < 0:
         how = describe_exit(code, limits)
