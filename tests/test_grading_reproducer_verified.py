@@ -33,9 +33,11 @@ RUBRIC = load_rubric(None)
 #: property that kills it, and sch_duplicate_encoded_twice — a scheduling hook only, no
 #: engine loop — on the engine machine too, where the reference engine stands in;
 #: sys_reencodes_held brings its own engine loop (checked against its graded run), and
-#: worker_returns_view fails only through the caller's writes into what it returned.
-#: Every zoo entry was measured the same way (docs/grading.md, "What a reproducer
-#: guarantees").
+#: worker_returns_view fails only through the caller's writes into what it returned;
+#: enc_seeded_by_identity keys by id(), so equal content must be distinct objects in the
+#: script as it was in the child; sch_rollback_cuts_previous_image fails on an explicit
+#: @example (no replay blob). Every zoo entry was measured the same way
+#: (docs/grading.md, "What a reproducer guarantees").
 SAMPLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("hash_no_shape", ("hash_array_dtype_and_shape",)),
     ("spl_broadcast_single_row", ("SPL-4",)),
@@ -45,6 +47,8 @@ SAMPLE: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("sch_duplicate_encoded_twice", ("EngineMachine",)),
     ("sys_reencodes_held", ("EngineMachine",)),
     ("worker_returns_view", ("wrk_gather_selects_embed_rows",)),
+    ("enc_seeded_by_identity", ("enc_deterministic_by_content",)),
+    ("sch_rollback_cuts_previous_image", ("sch_no_partial_item_when_disabled",)),
 )
 
 

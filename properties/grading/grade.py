@@ -646,6 +646,7 @@ def _with_reproducer(
         message=detail.message,
         adapter_ref=context.adapter_ref,
         command=detail.replay_command,
+        isolated=context.session is not None,
     )
     checker: Callable[[str, str], Verification] | None = None
     if verify_them:

@@ -71,6 +71,8 @@ class Construction:
     args: tuple[object, ...]
     notes_before: int
     outcome: Outcome | None = None
+    #: ``id()`` of each argument the call got (:meth:`CallLog.identities`).
+    arg_ids: tuple[int, ...] = ()
 
 
 @dataclass
@@ -85,6 +87,9 @@ class Call:
     kwargs: dict[str, object]
     notes_before: int
     outcome: Outcome | None = None
+    #: ``id()`` of each argument, then each keyword argument's value, the call got: which
+    #: were the same object (:meth:`CallLog.identities`).
+    arg_ids: tuple[int, ...] = ()
 
 
 Entry = Construction | Call
@@ -136,6 +141,14 @@ class CallLog:
     #: The caller's writes into arrays that crossed a call, in order.
     writes: list[Write] = field(default_factory=list)
     watched: dict[int, _Watched] = field(default_factory=dict)
+    alive: list[object] = field(default_factory=list)
+
+    def identities(self, *values: object) -> tuple[int, ...]:
+        """The ``id()`` of each argument, kept alive for the whole log so that no id is
+        reused: an implementation that keys by identity (a typical bug) sees two equal
+        objects as two, and one object passed twice as one, in the script as when graded."""
+        self.alive.extend(values)
+        return tuple(id(v) for v in values)
 
     def restart(self) -> None:
         """Forget everything recorded: a new test case begins (explicit examples)."""
@@ -236,7 +249,11 @@ class RecordingFactory:
             return self.factory(*args)  # built by another component: not ours to record
         log.note_writes()
         entry = Construction(
-            log.new_var(self.component), self.component, log.snapshot(args), len(log.notes)
+            log.new_var(self.component),
+            self.component,
+            log.snapshot(args),
+            len(log.notes),
+            arg_ids=log.identities(*args),
         )
         log.entries.append(entry)
         log.depth += 1
@@ -329,6 +346,7 @@ class _RecordedMethod:
             log.snapshot(args),
             log.snapshot(kwargs),
             len(log.notes),
+            arg_ids=log.identities(*args, *kwargs.values()),
         )
         index = len(log.entries)
         log.entries.append(entry)

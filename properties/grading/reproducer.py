@@ -322,6 +322,8 @@ class ScriptContext:
     message: str
     adapter_ref: str
     command: str
+    #: Graded in a child process: every call's arguments were new objects there.
+    isolated: bool = False
 
 
 def build_script(
@@ -354,6 +356,8 @@ def build_script(
         and entry.outcome is not None
     ]
     graded = _Graded(Labels(), frozenset(open_calls), _finding(context))
+    own_ids = _identity_bindings(log.entries, context.isolated)
+    own_names: dict[int, str] = {}
     step = 0
     for index, (entry, (_target, args), outcome) in enumerate(
         zip(log.entries, rendered, oracle, strict=True)
@@ -366,13 +370,19 @@ def build_script(
         fresh = _fresh_args(index, entry, args, step + 1, written)
         for position, literal in enumerate(args):
             name = hoisted.get(literal)
-            if name and name not in defined and position not in fresh:
+            if name and name not in defined and position not in fresh and (
+                (index, position) not in own_ids
+            ):
                 body.append(f"{name} = {literal}")
                 defined.add(name)
-        for position, (own, literal, spelled, key) in fresh.items():
-            body.append(f"{own} = {literal}")
-            bound[(index, key)] = own
+        for position, (name, literal, spelled, key) in fresh.items():
+            body.append(f"{name} = {literal}")
+            bound[(index, key)] = name
             shown[position] = spelled
+        for position, literal in enumerate(args):
+            identity = own_ids.get((index, position))
+            if identity is not None and position not in fresh:
+                shown[position] = _own_object(literal, identity, own_names, body)
         shown_args = ", ".join(shown)
         if isinstance(entry, Construction):
             owner = owners.get(entry.component, "REFERENCE")
@@ -419,6 +429,63 @@ def build_script(
         f'print("\\nAll {step} checked steps gave what the specification expects.")'
     )
     return "\n".join(lines) + "\n", step
+
+
+def _identity_bindings(
+    entries: Sequence[Construction | Call], isolated: bool
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """(entry, argument position) -> (the object's identity, how many arguments are that
+    object), for the arguments that need an object of their own in the script: those
+    holding content (bytes, an array, a spec value, directly or as an element) that
+    another, distinct argument object also holds. Equal literals would otherwise be one
+    object (Python shares equal constants), or a freed object's id be reused, and an
+    implementation that keys by identity would not fail as graded. Graded ``isolated``,
+    every call's arguments were new objects in the child: each is its own."""
+    holders: dict[str, set[int]] = {}
+    places: list[tuple[int, int, int, list[str]]] = []
+    for index, entry in enumerate(entries):
+        values = [*entry.args, *(entry.kwargs.values() if isinstance(entry, Call) else ())]
+        for position, (value, live_id) in enumerate(zip(values, entry.arg_ids, strict=False)):
+            identity = -len(places) - 1 if isolated else live_id
+            atoms = _atoms(value)
+            places.append((index, position, identity, atoms))
+            for atom in atoms:
+                holders.setdefault(atom, set()).add(identity)
+    shared = {atom for atom, ids in holders.items() if len(ids) >= 2}
+    chosen = [(i, p, identity) for i, p, identity, atoms in places if shared.intersection(atoms)]
+    uses = Counter(identity for _i, _p, identity in chosen)
+    return {(i, p): (identity, uses[identity]) for i, p, identity in chosen}
+
+
+def _own_object(
+    literal: str, identity: tuple[int, int], names: dict[int, str], body: list[str]
+) -> str:
+    """How a call spells an argument that needs an object of its own: ``fresh(...)``
+    (a new equal object, kept alive to the end of the script), named once when the
+    graded run passed that one object to several calls."""
+    keyword, _, value = literal.partition("=") if _KEYWORD.match(literal) else ("", "", literal)
+    key, uses = identity
+    spelled = f"fresh({value})"
+    if uses >= 2:
+        name = names.get(key)
+        if name is None:
+            name = names[key] = f"object_{len(names) + 1}"
+            body.append(f"{name} = {spelled}  # one object, passed {uses} times as when graded")
+        spelled = name
+    return f"{keyword}={spelled}" if keyword else spelled
+
+
+def _atoms(value: object) -> list[str]:
+    """What an argument holds whose identity an implementation might key by: itself and
+    its elements, when bytes, arrays or spec values (in :func:`normal` form)."""
+
+    def content(v: object) -> bool:
+        return isinstance(v, (bytes, np.ndarray)) or (
+            dataclasses.is_dataclass(v) and not isinstance(v, type)
+        )
+
+    inner = list(value) if isinstance(value, (tuple, list)) else []
+    return [repr(normal(v)) for v in (value, *inner) if content(v)]
 
 
 @dataclass(frozen=True)
