@@ -225,16 +225,18 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             got = self.cache.check_and_update_cache(req, input_id)
             ref = self.model.check_and_update_cache(req, input_id)
             label = self.item_label(req, input_id)
+            # Narrate what the implementation did; the model's answer only where it differs.
+            said = f"{label} checks the cache: {'hit' if got else 'miss'}"
             if ref is None:
                 self.reached("miss")
-                note(f"{label} checks the cache: miss")
+                note(said + (" (the model: miss)" if got else ""))
             else:
                 self.reached("hit")
                 if ref.was_freeable:
                     self.reached("rereference_freeable")
                 self.record_reference(ref)
                 again = "; the freeable entry is referenced again" if ref.was_freeable else ""
-                note(f"{label} checks the cache: hit{again}")
+                note(said + (again if got else f" (the model: hit{again})"))
             check(
                 got == (ref is not None),
                 "ECM-3",
@@ -263,10 +265,15 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             freeable_slots_before = self.model.num_freeable_slots
             got = self.cache.can_allocate(req, input_id, budget, planned)
             ok, evicted = self.model.can_allocate(n, budget, planned)
-            note(
-                f"{label}: can_allocate(budget={budget}, planned={planned}) -> {ok}"
-                + (f", evicting {', '.join(evicted)} (oldest released first)" if evicted else "")
+            gone = sorted(set(before[0]) - set(cached_of(self.cache)))
+            said = f"{label}: can_allocate(budget={budget}, planned={planned}) -> {got}" + (
+                f", evicting {', '.join(gone)}" if gone else ""
             )
+            if (got, set(gone)) != (ok, set(evicted)):
+                said += f" (the model: {ok}" + (
+                    f", evicting {', '.join(evicted)}, oldest released first)" if evicted else ")"
+                )
+            note(said)
             if evicted:
                 self.reached("eviction", len(evicted))
             check(
@@ -437,7 +444,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                     f"freeable={list(self.cache.freeable)}",
                 )
             elif release.became_freeable:
-                note(f"{label} is released; entry {h} becomes freeable (newest)")
+                note(f"{label} is released; entry {h} must become freeable (newest)")
                 freeable = list(self.cache.freeable.items())
                 check(
                     bool(freeable) and freeable[-1] == (h, self.model.sizes[h]),
@@ -470,7 +477,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             newly = self.model.free(rid)
             note(
                 f"request {rid} finishes (free); "
-                + (f"entries {', '.join(newly)} become freeable" if newly else "nothing freed")
+                + (f"entries {', '.join(newly)} must become freeable" if newly else "nothing freed")
             )
             impl_order = list(self.cache.freeable)
             check(
@@ -552,7 +559,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 return
             cap = self.model.cache_size
             free, freeable_slots = self.cache.num_free_slots, self.cache.num_freeable_slots
-            note(f"cache: {fmt_cache(self.model)}")
+            note(f"the cache must now be: {fmt_cache(self.model)}")
             check(
                 free == self.model.num_free_slots and 0 <= free <= cap,
                 "ECM-1",
