@@ -346,11 +346,12 @@ GRADED_LABELS = Labels()
 
 
 def graded_form(value: object, labels: Labels | None = None) -> object:
-    """The form :func:`as_graded` compares: what a call returned (embeddings by their
-    pattern of equalities), or the type of what it raised."""
+    """The form :func:`as_graded` compares: what a call returned (exactly: arrays by
+    their values' digest, so another platform's rounding shows as NOT REPLAYED, never
+    as a reproduction), or the type of what it raised."""
     if isinstance(value, BaseException):
         return ("raises", type(value).__name__)
-    return ("returns", normal(value, "opaque-arrays", labels or GRADED_LABELS))
+    return ("returns", normal(value, "exact", labels or GRADED_LABELS))
 
 
 def _show_graded(form: object) -> str:

@@ -143,8 +143,8 @@ def oracle_outcomes(log: CallLog, reference: Adapter) -> list[Outcome | None]:
             outcomes.append(Returned(None))
             continue
         target = objects.get(entry.var)
-        if target is None:
-            outcomes.append(None)
+        if target is None or not _has_member(target, entry.member):
+            outcomes.append(None)  # nothing to replay it on: the reference lacks it
             continue
         try:
             value = getattr(target, entry.member)
@@ -162,6 +162,14 @@ def oracle_outcomes(log: CallLog, reference: Adapter) -> list[Outcome | None]:
         crossed[(index, "result")] = value
         outcomes.append(Returned(log.snapshot(value)))
     return outcomes
+
+
+def _has_member(target: object, member: str) -> bool:
+    """Whether the reference's object has ``member`` (a method only the adapter's
+    implementation offers, such as the torch adapter's precisions, does not)."""
+    return any(member in vars(kind) for kind in type(target).__mro__) or member in getattr(
+        target, "__dict__", {}
+    )
 
 
 def _apply(write: Write, crossed: Mapping[tuple[int, str], object]) -> None:
@@ -347,15 +355,27 @@ def build_script(
     defined: set[str] = set()
     bound: dict[tuple[int, str], str] = {}  # (entry, "result" / "arg" path step) -> name
     written = {(w.origin, w.where if w.where == "result" else repr(w.path[0])) for w in log.writes}
-    open_calls = [
+    # The adapter's calls the reference cannot answer for: its own engine loop (SPEC.md
+    # fixes invariants, not one schedule) and calls the reference cannot replay (a method
+    # it lacks). Each is checked against what it gave when graded; the last carries the
+    # grader's finding, unless a call checked against the reference comes after it.
+    theirs = [
         index
         for index, entry in enumerate(log.entries)
         if isinstance(entry, Call)
-        and entry.component in _OPEN_WHEN_THEIRS
         and provenance.get(entry.component) == adapter_name
         and entry.outcome is not None
     ]
-    graded = _Graded(Labels(), frozenset(open_calls), _finding(context))
+    open_calls = [
+        index
+        for index in theirs
+        if log.entries[index].component in _OPEN_WHEN_THEIRS or oracle[index] is None
+    ]
+    checked_later = bool(open_calls) and any(
+        index > max(open_calls) for index in theirs if index not in open_calls
+    )
+    finding_at = None if checked_later or not open_calls else max(open_calls)
+    graded = _Graded(Labels(), frozenset(open_calls), finding_at, _finding(context))
     own_ids = _identity_bindings(log.entries, context.isolated)
     own_names: dict[int, str] = {}
     step = 0
@@ -490,12 +510,13 @@ def _atoms(value: object) -> list[str]:
 
 @dataclass(frozen=True)
 class _Graded:
-    """How the ``calls`` of the adapter's own engine loop are checked: each against what
-    it gave when graded (``labels`` numbers embeddings as the script will), the last one
-    with the grader's ``finding``."""
+    """How the adapter's ``calls`` that the reference cannot answer for are checked: each
+    against what it gave when graded (``labels`` numbers embeddings as the script will),
+    the one at ``finding_at`` with the grader's ``finding``."""
 
     labels: Labels
     calls: frozenset[int]
+    finding_at: int | None
     finding: str
 
     def of(self, index: int, entry: Call) -> tuple[object, str] | None:
@@ -507,7 +528,7 @@ class _Graded:
             form: object = ("raises", entry.outcome.error_type.__name__)
         else:
             form = graded_form(value, self.labels)
-        return form, self.finding if index == max(self.calls) else ""
+        return form, self.finding if index == self.finding_at else ""
 
 
 def _finding(context: ScriptContext) -> str:
@@ -642,10 +663,11 @@ def _step(
     shown = call if len(call) <= 100 else call[:97] + "..."
     quoted = repr(shown)
     theirs = provenance.get(entry.component) == adapter_name
-    if entry.component in _OPEN_WHEN_THEIRS and theirs and graded is not None:
-        # SPEC.md fixes invariants here, not one schedule: the call must give what it
-        # gave when graded (the same run), and the last one is where the grader found
-        # the violation.
+    if theirs and graded is not None:
+        # No reference value to compare with (an engine loop, where SPEC.md fixes
+        # invariants rather than one schedule, or a method the reference lacks): the call
+        # must give what it gave when graded (the same run); one of them carries the
+        # grader's finding.
         form, finding = graded
         tail = f", {finding!r}" if finding else ""
         return [
@@ -733,11 +755,12 @@ def _header(context: ScriptContext, steps: int, own_engine: bool = False) -> str
 
 
 _OWN_ENGINE = (
-    "Your engine loop's calls are checked against what they gave when graded instead:",
-    "SPEC.md fixes invariants for an engine loop, not one schedule, so the failure",
-    "reproduces when the call after which the grader found the violation gives the",
-    "same again; a call that gives something else stops the script (NOT REPLAYED).",
-    "The caller's writes into what it was given or handed over are made as when graded.",
+    "Calls the reference cannot answer for (your engine loop, where SPEC.md fixes",
+    "invariants rather than one schedule, or a method the reference lacks) are checked",
+    "against what they gave when graded instead: the failure reproduces when the call",
+    "after which the grader found the violation gives the same again; a call that gives",
+    "something else stops the script (NOT REPLAYED). The caller's writes into what it",
+    "was given or handed over are made as when graded.",
 )
 
 
