@@ -1,4 +1,5 @@
-"""The vLLM adapter's engine loop is vLLM's ``Scheduler`` (issue 16): a short fixed run
+"""The vLLM adapter's engine loop is vLLM's ``Scheduler`` (issue 16), which sizes its own
+multimodal budget from the plugin model's processor; a short fixed run
 through it in a child process per pinned release, with a profiler on while vLLM's
 ``schedule()``, ``update_from_output()``, ``finish_requests()`` and
 ``_preempt_request()`` run — none of the project's code (the stand-ins: admission, the
@@ -55,7 +56,15 @@ parts = EngineParts(
     scheduling_hook=a.ADAPTER.scheduling_hook, block_hasher=a.ADAPTER.block_hasher,
     worker_store=REF.worker_store,
 )
+construction = set()
+
+def constructing(frame, event, arg):
+    if event == "call":
+        construction.add(frame.f_code.co_name)
+
+sys.setprofile(constructing)
 engine = a.ADAPTER.engine_loop(EngineConfig(token_budget=8, num_kv_blocks=16), parts)
+sys.setprofile(None)
 scheduler = engine.scheduler
 for name in ("schedule", "update_from_output", "finish_requests", "_preempt_request"):
     setattr(scheduler, name, watched(getattr(scheduler, name)))
@@ -84,6 +93,10 @@ print(json.dumps({
     "vllm_functions": sorted(vllm_functions),
     "chunks": chunks,
     "manager": type(scheduler.encoder_cache_manager).__module__,
+    "budget": [scheduler.max_num_encoder_input_tokens,
+               scheduler.encoder_cache_manager.cache_size],
+    "construction": sorted(construction & {"MultiModalBudget", "__init__", "create_processor",
+        "get_mm_max_tokens_per_item", "compute_mm_encoder_budget", "create_manager"}),
     "left": sorted(engine.snapshot().requests),
 }))
 """
@@ -107,6 +120,11 @@ def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: 
     assert {"_try_schedule_encoder_inputs", "_free_encoder_inputs", "allocate_slots",
             "get_freed_mm_hashes", "get_computed_blocks"} <= seen, sorted(seen)
     assert result["manager"] == "vllm.v1.core.encoder_cache_manager"
+    # the Scheduler sized its own multimodal budget: MultiModalBudget asked the plugin
+    # model's processor for its largest item and ran compute_mm_encoder_budget
+    assert result["budget"] == [6, 8]
+    assert {"create_processor", "get_mm_max_tokens_per_item",
+            "compute_mm_encoder_budget"} <= set(result["construction"])
     chunks = [tuple(c[:3]) for c in result["chunks"]]
     # r1's prefill, with both images encoded; its decode
     assert chunks[:2] == [("r1", 0, 8), ("r1", 8, 1)]

@@ -62,6 +62,10 @@ MODULES: dict[str, str] = {
     "kv_cache_interface": "vllm.v1.kv_cache_interface",
     "structured_output": "vllm.v1.structured_output",
     "outputs": "vllm.v1.outputs",
+    "model_registry": "vllm.model_executor.models.registry",
+    "models_interfaces": "vllm.model_executor.models.interfaces",
+    "multimodal": "vllm.multimodal",
+    "mm_processing": "vllm.multimodal.processing",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -82,6 +86,10 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
         "kv_cache_interface",
         "structured_output",
         "outputs",
+        "model_registry",
+        "models_interfaces",
+        "multimodal",
+        "mm_processing",
     ),
 }
 

@@ -49,7 +49,7 @@ class VllmEngineLoop:
         check_config(config)
         self._code = code
         self._config = config
-        built = build_scheduler(code, api, config)
+        built = build_scheduler(code, config)
         self.scheduler = built.scheduler
         self._status = code.module("request").RequestStatus
         self._runner_output = code.module("outputs").ModelRunnerOutput

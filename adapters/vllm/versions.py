@@ -30,8 +30,6 @@ hook_duplicates        duplicates skipped silently     + ``duplicate_encoder_inp
 hook_mismatch_guard    —                               reads ``encoder_cache_mismatch_reqs``
 hasher_algorithm_arg   algorithm from the environment  ``hash_kwargs(algorithm, /, **kw)``
 mm_extra_key_tag       ``(mm_hash, offset)``           ``("mm", mm_hash, offset)``
-ecm_create_manager     ``EncoderCacheManager(size)``   ``create_manager(cache_size=,
-                                                       vllm_config=)`` (the Scheduler's)
 =====================  ==============================  ===================================
 """
 
@@ -225,15 +223,6 @@ API_CHANGES: tuple[ApiChange, ...] = (
         first_new=(0, 33, 0),
         probe=_extra_key_probe("tagged"),
     ),
-    ApiChange(
-        key="ecm_create_manager",
-        old="Scheduler.__init__ builds EncoderCacheManager(cache_size=...) itself",
-        new="it asks the manager class: EncoderCacheManager.create_manager(cache_size=, "
-        "vllm_config=) (a configurable class, ec_manager_config)",
-        last_old=(0, 22, 1),
-        first_new=(0, 33, 0),
-        probe=_attr_exists("encoder_cache_manager", "EncoderCacheManager.create_manager"),
-    ),
 )
 
 #: Which rows each component's translation reads (a row whose probe cannot run because
@@ -250,7 +239,7 @@ ROWS_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "hasher": ("hasher_algorithm_arg",),
     "block_hasher": ("hash_fn_module", "mm_extra_key_offset", "mm_extra_key_tag"),
     "splice": (),
-    "engine_loop": ("hash_fn_module", "ecm_create_manager"),
+    "engine_loop": ("hash_fn_module",),
 }
 
 #: The hasher algorithm vLLM uses by default (VLLM_MM_HASHER_ALGORITHM before 0.33,
