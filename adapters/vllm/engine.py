@@ -122,10 +122,7 @@ class VllmEngineLoop:
         preempted = tuple(
             rid for rid, (_, r) in self._requests.items() if r.num_preemptions > preemptions[rid]
         )
-        blocks = {rid: self._block_ids(rid) for rid in scheduler_output.num_scheduled_tokens}
-        answer = self._worker.execute(
-            scheduler_output, self._requests, blocks, self._runner_output
-        )
+        answer = self._worker.execute(scheduler_output, self._requests, self._runner_output)
         self.scheduler.update_from_output(scheduler_output, answer.model_runner_output)
         finished = tuple(
             chunk.request_id

@@ -9,8 +9,12 @@ every ``scheduled_encoder_inputs`` entry is encoded with the project's toy encod
 runner encodes each scheduled input: a hash scheduled twice is encoded twice), and each
 chunk's rows are gathered (``_gather_mm_embeddings``) through the project's worker store
 (WRK, judged by SYS-1/2). Every computed position's KV source is written into its KV
-block (SYS-6). A request whose chunk reaches its ``num_tokens`` samples a token (a
-partial prefill's sample is discarded, as the runner does); no logprobs.
+block (SYS-6), through block tables kept from the ``SchedulerOutput``s alone, as the
+runner keeps them (``_update_states``): the snapshot reads the scheduler's block tables
+(``KVCacheManager.get_block_ids``), so an output that tells the worker the wrong blocks
+shows as KV computed from the wrong source. A request whose chunk reaches its
+``num_tokens`` samples a token (a partial prefill's sample is discarded, as the runner
+does); no logprobs.
 """
 
 from __future__ import annotations
@@ -61,14 +65,32 @@ class EngineWorker:
         self.kv_sources: list[list[KVSource | None]] = [
             [None] * block_size for _ in range(num_blocks)
         ]
+        #: request id -> its block table, kept from the SchedulerOutputs alone
+        self.block_tables: dict[str, list[int]] = {}
+
+    def _update_block_tables(self, scheduler_output: Any) -> None:
+        """``GPUModelRunner._update_states``: finished and preempted requests leave, a new
+        request brings its blocks, a resumed one replaces them, a running one appends."""
+        for req_id in (*scheduler_output.finished_req_ids,
+                       *(scheduler_output.preempted_req_ids or ())):
+            self.block_tables.pop(req_id, None)
+        for new in scheduler_output.scheduled_new_reqs:
+            self.block_tables[new.req_id] = [int(b) for b in new.block_ids[0]]
+        cached = scheduler_output.scheduled_cached_reqs
+        for req_id, new_ids in zip(cached.req_ids, cached.new_block_ids, strict=True):
+            added = [] if new_ids is None else [int(b) for b in new_ids[0]]
+            if req_id in cached.resumed_req_ids:
+                self.block_tables[req_id] = added
+            else:
+                self.block_tables[req_id].extend(added)
 
     def execute(
         self,
         scheduler_output: Any,
-        requests: dict[str, tuple[EngineRequest, Any]],
-        block_ids: Mapping[str, Sequence[int]],
+        requests: Mapping[str, tuple[EngineRequest, Any]],
         model_runner_output_cls: Any,
     ) -> WorkerAnswer:
+        self._update_block_tables(scheduler_output)
         starts = chunk_starts(scheduler_output)
         order = list(scheduler_output.num_scheduled_tokens)
         encoded, outputs = self._encode(scheduler_output, requests)
@@ -93,7 +115,7 @@ class EngineWorker:
             request, vllm_request = requests[req_id]
             start = starts[req_id]
             new = int(scheduler_output.num_scheduled_tokens[req_id])
-            self._write_kv(request, vllm_request, block_ids[req_id], start, new)
+            self._write_kv(request, vllm_request, self.block_tables[req_id], start, new)
             chunks.append(
                 ScheduledChunk(
                     request_id=req_id,
@@ -117,7 +139,7 @@ class EngineWorker:
         return WorkerAnswer(tuple(chunks), encoded, runner_output)
 
     def _encode(
-        self, scheduler_output: Any, requests: dict[str, tuple[EngineRequest, Any]]
+        self, scheduler_output: Any, requests: Mapping[str, tuple[EngineRequest, Any]]
     ) -> tuple[tuple[str, ...], dict[str, NDArray[Any]]]:
         hashes: list[str] = []
         batch: list[tuple[Any, int]] = []
