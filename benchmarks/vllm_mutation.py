@@ -2,7 +2,8 @@
 code, and how many of them the suite's properties turn red (``make vllm-mutation``).
 
     PYTHONPATH=. .venv-vllm/bin/python benchmarks/vllm_mutation.py \\
-        [--file encoder_cache_manager|scheduler] [--limit N] [--jobs 1] [--list]
+        [--file encoder_cache_manager|scheduler|scheduler_free|scheduler_drain] [--limit N]
+        [--jobs 1] [--list]
 
 Targets, in the unpacked vLLM 0.33.0 tree (``.vllm-cache/vllm-0.33.0``, or ``--vllm-src``):
 
@@ -10,7 +11,12 @@ Targets, in the unpacked vLLM 0.33.0 tree (``.vllm-cache/vllm-0.33.0``, or ``--v
   ``compute_mm_encoder_budget``, judged by ``EncoderCacheMachine``, SCH-1..10 and
   ``EngineMachine``;
 - ``vllm/v1/core/sched/scheduler.py``: ``Scheduler._try_schedule_encoder_inputs`` (the
-  scheduling hook), judged by SCH-1..10 and ``EngineMachine``.
+  scheduling hook), judged by SCH-1..10 and ``EngineMachine``;
+- the same file, reached only through vLLM's ``Scheduler`` as the engine loop (issue 16),
+  judged by ``EngineMachine``: ``_free_encoder_inputs`` / ``_free_encoder_input``
+  (``--file scheduler_free``), and the drain of ``get_freed_mm_hashes()`` into the step's
+  ``SchedulerOutput`` in ``schedule()`` (``--file scheduler_drain``: three hand-written
+  mutants, the AST operators do not reach a keyword argument).
 
 Mutation points come from Python's ``ast`` within those functions' bodies (docstrings and
 signatures excluded); each mutation is applied textually to the source at the node's
@@ -84,7 +90,13 @@ class Target:
     #: ("Class", None): every method of the class; ("Class", "method"); (None, "function")
     scopes: tuple[tuple[str | None, str | None], ...]
     only: tuple[str, ...]
+    #: hand-written mutants, for code the AST operators do not reach: (the exact source
+    #: text, found once in the file; its replacement; the operator's name)
+    manual: tuple[tuple[str, str, str], ...] = ()
 
+
+#: The drain of freed hashes into the step's SchedulerOutput, in Scheduler.schedule().
+_DRAIN = "free_encoder_mm_hashes=self.encoder_cache_manager.get_freed_mm_hashes(),"
 
 TARGETS = {
     "encoder_cache_manager": Target(
@@ -100,6 +112,31 @@ TARGETS = {
         path="vllm/v1/core/sched/scheduler.py",
         scopes=(("Scheduler", "_try_schedule_encoder_inputs"),),
         only=(*SCH, "EngineMachine"),
+    ),
+    # Reached only through vLLM's Scheduler as the engine loop (issue 16).
+    "scheduler_free": Target(
+        key="scheduler_free",
+        prefix="free",
+        path="vllm/v1/core/sched/scheduler.py",
+        scopes=(("Scheduler", "_free_encoder_inputs"), ("Scheduler", "_free_encoder_input")),
+        only=("EngineMachine",),
+    ),
+    "scheduler_drain": Target(
+        key="scheduler_drain",
+        prefix="drain",
+        path="vllm/v1/core/sched/scheduler.py",
+        scopes=(),
+        only=("EngineMachine",),
+        manual=tuple(
+            (_DRAIN, _DRAIN.replace("self.encoder_cache_manager.get_freed_mm_hashes()", new), op)
+            for new, op in (
+                ("[]", "the drain dropped: the worker is never told"),
+                ("self.encoder_cache_manager.get_freed_mm_hashes()[1:]",
+                 "the first freed hash lost"),
+                ("list(self.encoder_cache_manager.freed)",
+                 "read without draining: every step repeats every hash ever freed"),
+            )
+        ),
     ),
 }
 
@@ -136,6 +173,13 @@ EQUIVALENT: dict[str, str] = {
     "non-zero, since an item in the window has end_idx_rel > 0",
     "hook-060": _EC_CONNECTOR,
     "hook-061": _EC_CONNECTOR,
+    "free-003": _ENCODER_DECODER,
+    "free-004": _ENCODER_DECODER,
+    "free-005": _ENCODER_DECODER,
+    "free-006": _ENCODER_DECODER,
+    "free-009": "num_computed_tokens + num_output_placeholders: the placeholders are 0 "
+    "without async scheduling (the engine loop runs synchronously), so + 0 is - 0",
+    "free-013": _EC_CONNECTOR,
 }
 
 
@@ -327,6 +371,12 @@ def find_mutants(text: str, target: Target) -> list[Mutant]:
             ):
                 add(source.start(node), source.end(node), "statement deleted", "pass")
 
+    for snippet, replacement, operator in target.manual:
+        if text.count(snippet) != 1:
+            raise ValueError(f"{target.path}: {snippet!r} is not found exactly once")
+        start = text.index(snippet)
+        add(start, start + len(snippet), operator, replacement)
+
     raw = sorted(set(raw))
     mutants = []
     for number, (start, end, operator, replacement, before) in enumerate(raw, 1):
@@ -505,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/vllm_mutation.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--file", choices=sorted(TARGETS), action="append",
-                        help="the file to mutate (default: both)")
+                        help="the target to mutate (default: all)")
     parser.add_argument("--limit", type=int, default=None,
                         help="a deterministic, evenly spaced sample of N mutants per file")
     parser.add_argument("--jobs", type=int, default=1,

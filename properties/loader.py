@@ -361,6 +361,8 @@ def build_parts(adapter: Adapter, fallback: Adapter | None) -> Parts:
     for component, _protocol in COMPONENTS:
         factory = getattr(adapter, component)
         owner = adapter.name
+        if factory is not None and component in adapter.implemented_by:
+            owner = f"{adapter.name}: {adapter.implemented_by[component]}"
         if factory is None and fallback is not None:
             factory = getattr(fallback, component)
             owner = fallback.name

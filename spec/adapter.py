@@ -9,7 +9,7 @@ report names which implementation stood behind each component.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from spec.components import (
@@ -56,6 +56,9 @@ class Adapter:
     #: Capabilities the implementation declares it does not attempt (e.g. "is_embed",
     #: "chunking"); graders show their items as "not attempted".
     not_attempted: frozenset[str] = field(default_factory=frozenset)
+    #: Component -> the code behind it, where the adapter's name does not say (the vLLM
+    #: adapter's engine loop is vLLM's ``Scheduler``); reports show it after the name.
+    implemented_by: Mapping[str, str] = field(default_factory=dict)
 
 
 #: Component names in report order, with the Protocol each factory's product must meet.

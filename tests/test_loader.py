@@ -3,6 +3,7 @@ message listing everything that is wrong, and the CLI exits 2 with that message.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -168,6 +169,18 @@ def test_build_parts_fills_gaps_and_names_who_stands_behind_each() -> None:
     assert parts.hasher is good.hasher
     with pytest.raises(NotImplementedError, match="splice"):
         parts.splice()
+
+
+def test_the_code_behind_a_component_is_named_after_the_adapter() -> None:
+    """``Adapter.implemented_by`` (the vLLM adapter's engine loop is vLLM's Scheduler) is
+    shown with the adapter's name, only for components the adapter provides."""
+    good = load_adapter("tests/fixtures/good_adapter.py").adapter
+    named = dataclasses.replace(
+        good, implemented_by={"hasher": "its own hasher", "splice": "not provided here"}
+    )
+    parts = build_parts(named, None)
+    assert parts.provenance["hasher"] == "fixture-good: its own hasher"
+    assert parts.provenance["splice"] == NOT_PROVIDED
 
 
 class _Declared:

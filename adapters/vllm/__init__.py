@@ -16,12 +16,16 @@ hasher                   ``vllm.multimodal.hasher.MultiModalHasher.hash_kwargs``
 splice                   ``vllm.model_executor.models.utils._merge_multimodal_embeddings``
 block_hasher             ``vllm.v1.core.kv_cache_utils``: ``get_request_block_hasher``,
                          ``generate_block_hash_extra_keys``
+engine_loop              ``vllm.v1.core.sched.scheduler.Scheduler`` (``schedule``,
+                         ``update_from_output``, ``finish_requests``,
+                         ``_preempt_request``), a model-runner stand-in answering each
+                         ``SchedulerOutput`` (:mod:`adapters.vllm.engine`)
 =======================  ===============================================================
 
 ``PlaceholderRange``, ``MultiModalFeatureSpec`` and ``Request`` are vLLM's own types,
 built by vLLM's constructors from the spec's values (:mod:`adapters.vllm.requests_bridge`).
 Not provided: the processor (vLLM's need a model's Hugging Face configuration), the toy
-encoder (not vLLM's), the worker store (inside ``GPUModelRunner``), the engine loop.
+encoder (not vLLM's), the worker store (inside ``GPUModelRunner``).
 A component whose vLLM module does not import (the release lacks it, or a package its
 import chain needs is missing) is not provided either, with the reason on stderr.
 
@@ -54,6 +58,14 @@ MODULES: dict[str, str] = {
     "kv_cache_utils": "vllm.v1.core.kv_cache_utils",
     "hashing": "vllm.utils.hashing",
     "utils": "vllm.utils",
+    "config": "vllm.config",
+    "kv_cache_interface": "vllm.v1.kv_cache_interface",
+    "structured_output": "vllm.v1.structured_output",
+    "outputs": "vllm.v1.outputs",
+    "model_registry": "vllm.model_executor.models.registry",
+    "models_interfaces": "vllm.model_executor.models.interfaces",
+    "multimodal": "vllm.multimodal",
+    "mm_processing": "vllm.multimodal.processing",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -65,6 +77,20 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "hasher": ("hasher",),
     "splice": ("models_utils",),
     "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
+    "engine_loop": (
+        *_REQUEST_ROLES,
+        "encoder_cache_manager",
+        "scheduler",
+        "kv_cache_utils",
+        "config",
+        "kv_cache_interface",
+        "structured_output",
+        "outputs",
+        "model_registry",
+        "models_interfaces",
+        "multimodal",
+        "mm_processing",
+    ),
 }
 
 
@@ -85,13 +111,14 @@ def _import_code() -> VllmCode:
 
 def _missing_roles(code: VllmCode, component: str) -> list[str]:
     roles = list(ROLES_BY_COMPONENT[component])
-    if component == "block_hasher" and not code.has("hashing"):
+    if component in ("block_hasher", "engine_loop") and not code.has("hashing"):
         roles.append("utils")
     return [role for role in roles if not code.has(role)]
 
 
 def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str], dict[str, Api]]:
     from .cache import VllmEncoderCacheManager
+    from .engine import engine_loop_factory
     from .hasher import VllmHasher
     from .hook import VllmSchedulingHook
     from .prefix import VllmBlockHasher
@@ -123,6 +150,10 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         block_hasher=provided(
             "block_hasher", lambda size: VllmBlockHasher(code, apis["block_hasher"], size)
         ),
+        engine_loop=(
+            engine_loop_factory(code, apis["engine_loop"]) if "engine_loop" in apis else None
+        ),
+        implemented_by={"engine_loop": "vLLM's Scheduler (vllm.v1.core.sched.scheduler)"},
     )
     return adapter, reasons, apis
 

@@ -12,8 +12,10 @@ verdicts with the findings declared for it (``adapters/vllm/expected/<version>.j
    stops failing, or a component that silently stops being provided turns CI red;
 4. prints the verdicts that differ between consecutive releases (``--baseline``'s
    output: what changed from 0.22.1 to 0.33.0);
-5. runs ``tests/test_vllm_adapter.py`` with ``MMSPEC_REQUIRE_VLLM=1``, so that its
-   vLLM tests fail instead of skipping (the proof that the adapter runs vLLM's code).
+5. runs ``tests/test_vllm_adapter.py`` and ``tests/test_vllm_engine.py`` with
+   ``MMSPEC_REQUIRE_VLLM=1``, so that their vLLM tests fail instead of skipping (the
+   proof that the adapter runs vLLM's code, and that vLLM's Scheduler, the engine loop,
+   never calls a stand-in).
 
 Exit status 0 when everything matches, 1 otherwise.
 """
@@ -158,7 +160,7 @@ def run_tests(trees: dict[str, Path]) -> int:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMSPEC_REQUIRE_VLLM="1")
     env["MMSPEC_VLLM_TREES"] = os.pathsep.join(f"{v}={t}" for v, t in trees.items())
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "tests/test_vllm_adapter.py"]
+               "tests/test_vllm_adapter.py", "tests/test_vllm_engine.py"]
     return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
@@ -216,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(render_differences(saved_by_version[older], saved_by_version[newer]))
 
     if not args.skip_tests:
-        print("\n--- tests/test_vllm_adapter.py ---", flush=True)
+        print("\n--- tests/test_vllm_adapter.py tests/test_vllm_engine.py ---", flush=True)
         ok = run_tests(trees) == 0 and ok
     print(f"\nengine job: {'OK' if ok else 'FAILED'} in {time.perf_counter() - started:.0f} s")
     return 0 if ok else 1

@@ -1,0 +1,188 @@
+"""vLLM's v1 ``Scheduler`` behind ``spec.components.EngineLoop`` (SYS-1..10).
+
+Each :meth:`VllmEngineLoop.step` is one turn of vLLM's engine core
+(``EngineCore.step``): ``Scheduler.schedule()``, the worker's answer to the
+``SchedulerOutput`` (:mod:`adapters.vllm.engine_worker`, the model-runner stand-in),
+then ``Scheduler.update_from_output()``. Chunk sizes, prefix hits (vLLM's
+``KVCacheManager`` with multimodal block-hash extra keys), preemption under KV
+pressure, the encoder-scheduling hook, ``_free_encoder_inputs``, the drain of
+``get_freed_mm_hashes`` into ``free_encoder_mm_hashes`` and finishing at
+``max_tokens`` are vLLM's. The machine's other actions are vLLM's own entry points:
+
+- ``abort`` is ``Scheduler.finish_requests(id, RequestStatus.FINISHED_ABORTED)``, as
+  the engine core aborts a request;
+- ``preempt`` does what vLLM's ``reset_prefix_cache(reset_running_requests=True)`` does
+  to preempt running requests from outside ``schedule()``, for one request: pop it
+  from ``Scheduler.running``, ``Scheduler._preempt_request``, and forget that it was
+  scheduled in the previous step (``prev_step_scheduled_req_ids``: a request resumed
+  in the next step must not look scheduled in the prior one; 0.22.1 asserts it in
+  ``_make_cached_request_data``).
+
+What stands in (docs/vllm.md): the request validation and admission of vLLM's input
+processor (:func:`validate_request`, :func:`admission_problem`), and the model runner.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from spec.adapter import EngineParts
+from spec.components import EngineSnapshot, KVSource, RequestSnapshot, StepOutput
+from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
+from spec.types import EngineConfig, EngineRequest
+
+from .engine_admission import admission_problem, check_config, validate_request
+from .engine_build import build_scheduler, machine_block_id
+from .engine_worker import EngineWorker
+from .requests_bridge import vllm_feature
+from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmCode
+
+#: ``init_none_hash`` sets a process-wide seed; the engine core calls it once.
+_none_hash_ready: set[int] = set()
+
+
+class VllmEngineLoop:
+    """``spec.components.EngineLoop`` whose scheduler is vLLM's ``Scheduler``."""
+
+    def __init__(self, code: VllmCode, api: Api, config: EngineConfig, parts: EngineParts):
+        check_config(config)
+        self._code = code
+        self._config = config
+        built = build_scheduler(code, config)
+        self.scheduler = built.scheduler
+        self._status = code.module("request").RequestStatus
+        self._runner_output = code.module("outputs").ModelRunnerOutput
+        self._worker = EngineWorker(
+            parts.encoder(config.hidden_size),
+            parts.worker_store(),
+            config.num_kv_blocks + 1,
+            config.block_size,
+        )
+        self._block_hasher = (
+            self._request_block_hasher(api) if config.enable_prefix_caching else None
+        )
+        #: unfinished requests: the machine's request and vLLM's
+        self._requests: dict[str, tuple[EngineRequest, Any]] = {}
+
+    def _request_block_hasher(self, api: Api) -> Any:
+        """The hasher the engine core gives every ``Request`` when prefix caching is on."""
+        kv = self._code.module("kv_cache_utils")
+        hashing = self._code.module("hashing" if api.has("hash_fn_module") else "utils")
+        hash_fn = hashing.get_hash_fn_by_name(DEFAULT_PREFIX_CACHING_HASH_ALGO)
+        if id(kv) not in _none_hash_ready:
+            kv.init_none_hash(hash_fn)
+            _none_hash_ready.add(id(kv))
+        return kv.get_request_block_hasher(self._config.block_size, hash_fn)
+
+    # --- requests -------------------------------------------------------------------
+
+    def add_request(self, request: EngineRequest) -> None:
+        validate_request(request, self._requests)
+        problem = admission_problem(self._config, request)
+        if problem is not None:
+            raise AdmissionError(problem)
+        sampling = self._code.module("sampling_params").SamplingParams(
+            max_tokens=request.max_new_tokens
+        )
+        vllm_request = self._code.module("request").Request(
+            request_id=request.request_id,
+            prompt_token_ids=list(request.token_ids),
+            sampling_params=sampling,
+            pooling_params=None,
+            mm_features=[vllm_feature(self._code, item) for item in request.items],
+            block_hasher=self._block_hasher,
+        )
+        self.scheduler.add_request(vllm_request)
+        self._requests[request.request_id] = (request, vllm_request)
+
+    def _get(self, request_id: str) -> Any:
+        entry = self._requests.get(request_id)
+        if entry is None:
+            raise UnknownRequestError(f"no unfinished request {request_id!r}")
+        return entry[1]
+
+    def abort(self, request_id: str) -> None:
+        self._get(request_id)
+        self.scheduler.finish_requests(request_id, self._status.FINISHED_ABORTED)
+        del self._requests[request_id]
+
+    def preempt(self, request_id: str) -> None:
+        vllm_request = self._get(request_id)
+        if vllm_request.status == self._status.RUNNING:
+            self.scheduler.running.remove(vllm_request)
+            self.scheduler._preempt_request(vllm_request, time.monotonic())
+            self.scheduler.prev_step_scheduled_req_ids.discard(request_id)
+
+    # --- one step -------------------------------------------------------------------
+
+    def step(self) -> StepOutput:
+        preemptions = {rid: r.num_preemptions for rid, (_, r) in self._requests.items()}
+        scheduler_output = self.scheduler.schedule()
+        preempted = tuple(
+            rid for rid, (_, r) in self._requests.items() if r.num_preemptions > preemptions[rid]
+        )
+        answer = self._worker.execute(scheduler_output, self._requests, self._runner_output)
+        self.scheduler.update_from_output(scheduler_output, answer.model_runner_output)
+        finished = tuple(
+            chunk.request_id
+            for chunk in answer.chunks
+            if self._requests[chunk.request_id][1].is_finished()
+        )
+        for request_id in finished:
+            del self._requests[request_id]
+        return StepOutput(
+            chunks=answer.chunks,
+            encoded_mm_hashes=answer.encoded_mm_hashes,
+            freed_mm_hashes=tuple(str(h) for h in scheduler_output.free_encoder_mm_hashes),
+            preempted=preempted,
+            finished=finished,
+        )
+
+    def _block_ids(self, request_id: str) -> list[int]:
+        """vLLM's block table of the request (its one KV cache group)."""
+        return [int(b) for b in self.scheduler.kv_cache_manager.get_block_ids(request_id)[0]]
+
+    # --- observation ----------------------------------------------------------------
+
+    def snapshot(self) -> EngineSnapshot:
+        requests: dict[str, RequestSnapshot] = {}
+        block_size = self._config.block_size
+        for request_id, (_, vllm_request) in self._requests.items():
+            blocks = self._block_ids(request_id)
+            computed = int(vllm_request.num_computed_tokens)
+            sources: list[KVSource] = []
+            for position in range(computed):
+                source = self._worker.kv_sources[blocks[position // block_size]][
+                    position % block_size
+                ]
+                if source is None:
+                    raise AssertionError(f"{request_id}: position {position} has no KV")
+                sources.append(source)
+            requests[request_id] = RequestSnapshot(
+                request_id=request_id,
+                status="running" if vllm_request.status == self._status.RUNNING else "waiting",
+                num_computed_tokens=computed,
+                output_token_ids=tuple(int(t) for t in vllm_request.output_token_ids),
+                kv_block_ids=tuple(machine_block_id(b) for b in blocks),
+                kv_sources=tuple(sources),
+            )
+        pool = self.scheduler.kv_cache_manager.block_pool
+        cache = self.scheduler.encoder_cache_manager
+        return EngineSnapshot(
+            requests=requests,
+            num_kv_blocks_in_use=self._config.num_kv_blocks - int(pool.get_num_free_blocks()),
+            encoder_cache_refs={h: frozenset(ids) for h, ids in cache.cached.items()},
+            encoder_cache_free_slots=int(cache.num_free_slots),
+            worker_held=self._worker.store.held_hashes(),
+            encoder_num_calls=self._worker.encoder.num_calls,
+        )
+
+
+def engine_loop_factory(code: VllmCode, api: Api) -> Any:
+    def build(config: EngineConfig, parts: EngineParts) -> VllmEngineLoop:
+        if not isinstance(config, EngineConfig):
+            raise InvalidInputError(f"config must be an EngineConfig, got {type(config).__name__}")
+        return VllmEngineLoop(code, api, config, parts)
+
+    return build

@@ -1,0 +1,130 @@
+"""vLLM's v1 ``Scheduler`` built from the machine's ``EngineConfig`` the way vLLM's engine
+core builds it (``EngineCore.__init__`` / ``_initialize_kv_caches``), without weights,
+a tokenizer, a GPU or a hub.
+
+- **Model.** The weightless multimodal plugin model of :mod:`adapters.vllm.toy_model`,
+  registered through vLLM's ``ModelRegistry`` and ``MULTIMODAL_REGISTRY``, its
+  ``config.json`` in a temporary directory; ``ModelConfig(model=<dir>,
+  skip_tokenizer_init=True)``, one per largest-item size (cheap after the first).
+- **Budgets.** ``max_num_scheduled_tokens`` is the token budget (``max_num_batched_tokens``
+  is at least :data:`MAX_NUM_SEQS`, which vLLM requires of it: the scheduler's token
+  budget is ``max_num_scheduled_tokens`` when set). vLLM derives the encoder budget and
+  cache size from ``max_num_batched_tokens`` (``init=False`` fields); they are set to
+  the machine's after ``VllmConfig`` validated, before the ``Scheduler`` reads them.
+- **The multimodal budget is the Scheduler's own.** ``Scheduler.__init__`` builds a
+  ``MultiModalBudget``, which asks the plugin's processor for its largest item
+  (:func:`max_tokens_per_item`) and calls ``compute_mm_encoder_budget``; the cache
+  manager comes from ``EncoderCacheManager.create_manager`` (0.33; the constructor in
+  0.22.1) inside ``__init__``.
+- **KV cache.** ``cache_config.num_gpu_blocks`` as the engine core sets it after
+  profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
+  more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
+  (:func:`machine_block_id` maps the rest back to ``0..num_kv_blocks - 1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from spec.types import EngineConfig
+
+from . import toy_model
+from .versions import VllmCode
+
+#: The scheduler's limit on running requests: more than the machine ever has unfinished
+#: (``MAX_LIVE``), so that only the token budget, the encoder and the KV cache bind.
+MAX_NUM_SEQS = 16
+
+#: Longer than any prompt the machine admits plus its generated tokens: vLLM's own
+#: length cap never binds (admission checks the KV cache instead, as the engine core
+#: checks ``max_model_len`` against it at start-up).
+MAX_MODEL_LEN = 4096
+
+_model_configs: dict[tuple[int, int], Any] = {}
+
+
+def _model_config(code: VllmCode, max_item: int) -> Any:
+    """The plugin model's ``ModelConfig`` whose processor reports ``max_item`` as its
+    largest item (one per loaded vLLM and size)."""
+    key = (id(code.module("config")), max_item)
+    if key not in _model_configs:
+        toy_model.register(code)
+        directory = tempfile.mkdtemp(prefix="mmspec-toy-model-")
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump(toy_model.config_json(max_item, MAX_MODEL_LEN), f)
+        _model_configs[key] = code.module("config").ModelConfig(
+            model=directory,
+            skip_tokenizer_init=True,
+            max_model_len=MAX_MODEL_LEN,
+            dtype="float32",
+        )
+    return _model_configs[key]
+
+
+def max_tokens_per_item(config: EngineConfig) -> int:
+    """What the model's processor would report as its largest item: the largest the
+    machine admits (SYS-9 rejects larger ones, as vLLM's input processor rejects items
+    its processor cannot produce), so that vLLM's budget is the machine's."""
+    return max(1, min(config.encoder_compute_budget, config.encoder_cache_size))
+
+
+@dataclass(frozen=True)
+class BuiltScheduler:
+    scheduler: Any
+    vllm_config: Any
+
+
+def build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
+    """vLLM's ``Scheduler`` for ``config`` (validated by the caller)."""
+    config_module = code.module("config")
+    scheduler_config = config_module.SchedulerConfig(
+        max_model_len=MAX_MODEL_LEN,
+        is_encoder_decoder=False,
+        max_num_batched_tokens=max(config.token_budget, MAX_NUM_SEQS),
+        max_num_scheduled_tokens=config.token_budget,
+        max_num_seqs=MAX_NUM_SEQS,
+        enable_chunked_prefill=True,
+        disable_chunked_mm_input=config.disable_chunked_mm_input,
+    )
+    cache_config = config_module.CacheConfig(
+        block_size=config.block_size, enable_prefix_caching=config.enable_prefix_caching
+    )
+    num_blocks = config.num_kv_blocks + 1  # BlockPool's null block
+    cache_config.num_gpu_blocks = num_blocks
+    vllm_config = config_module.VllmConfig(
+        model_config=_model_config(code, max_tokens_per_item(config)),
+        cache_config=cache_config,
+        scheduler_config=scheduler_config,
+        device_config=config_module.DeviceConfig(device="cpu"),
+    )
+    vllm_config.scheduler_config.max_num_encoder_input_tokens = config.encoder_compute_budget
+    vllm_config.scheduler_config.encoder_cache_size = config.encoder_cache_size
+    kv = code.module("kv_cache_interface")
+    spec = kv.FullAttentionSpec(
+        block_size=config.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32
+    )
+    kv_cache_config = kv.KVCacheConfig(
+        num_blocks=num_blocks,
+        kv_cache_tensors=[],
+        kv_cache_groups=[kv.KVCacheGroupSpec(["model.layers.0.self_attn.attn"], spec)],
+    )
+    scheduler = code.module("scheduler").Scheduler(
+        vllm_config=vllm_config,
+        kv_cache_config=kv_cache_config,
+        structured_output_manager=code.module("structured_output").StructuredOutputManager(
+            vllm_config
+        ),
+        block_size=config.block_size,
+    )
+    return BuiltScheduler(scheduler, vllm_config)
+
+
+def machine_block_id(block_id: int) -> int:
+    """vLLM's block id (1.., 0 is the null block) as the machine counts (0..)."""
+    return block_id - 1

@@ -1,0 +1,201 @@
+"""The worker side of the vLLM engine loop: answers one ``SchedulerOutput`` as vLLM's
+model runner does with encoder work (``GPUModelRunner``), and returns the
+``ModelRunnerOutput`` that vLLM's ``Scheduler.update_from_output`` reads.
+
+This is the stand-in for the model runner (no GPU, no weights). Per step, in the
+runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder outputs
+are stored (``_process_encoder_cache_scheduler_output``, then ``_execute_mm_encoder``),
+every ``scheduled_encoder_inputs`` entry is encoded with the project's toy encoder (the
+runner encodes each scheduled input: a hash scheduled twice is encoded twice), and each
+chunk's rows are gathered (``_gather_mm_embeddings``) through the project's worker store
+(WRK, judged by SYS-1/2). Every computed position's KV source is written into its KV
+block (SYS-6), through block tables kept from the ``SchedulerOutput``s alone, as the
+runner keeps them (``_update_states``): the snapshot reads the scheduler's block tables
+(``KVCacheManager.get_block_ids``), so an output that tells the worker the wrong blocks
+shows as KV computed from the wrong source. A request whose chunk reaches its
+``num_tokens`` samples a token (a partial prefill's sample is discarded, as the runner
+does); no logprobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from numpy.typing import NDArray
+
+from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
+from spec.types import EngineRequest, GatherSpec, WorkerStep
+
+
+@dataclass(frozen=True)
+class WorkerAnswer:
+    chunks: tuple[ScheduledChunk, ...]
+    encoded_mm_hashes: tuple[str, ...]
+    model_runner_output: Any
+
+
+def chunk_starts(scheduler_output: Any) -> dict[str, int]:
+    """Each scheduled request's ``num_computed_tokens`` before this step, as the
+    ``SchedulerOutput`` tells the runner (new requests, then cached ones)."""
+    starts = {
+        new.req_id: int(new.num_computed_tokens) for new in scheduler_output.scheduled_new_reqs
+    }
+    cached = scheduler_output.scheduled_cached_reqs
+    for req_id, computed in zip(cached.req_ids, cached.num_computed_tokens, strict=True):
+        starts[req_id] = int(computed)
+    return starts
+
+
+def sampled_token(num_outputs: int) -> int:
+    """The token the simulated model generates as its ``num_outputs``-th output (as the
+    reference loop's: easy to read in a trace)."""
+    return num_outputs
+
+
+class EngineWorker:
+    """The runner stand-in: an encoder, a worker store and the KV blocks' contents."""
+
+    def __init__(self, encoder: Encoder, store: WorkerStore, num_blocks: int, block_size: int):
+        self.encoder = encoder
+        self.store = store
+        self.block_size = block_size
+        #: per vLLM block id, per slot: what the position's KV was computed from
+        self.kv_sources: list[list[KVSource | None]] = [
+            [None] * block_size for _ in range(num_blocks)
+        ]
+        #: request id -> its block table, kept from the SchedulerOutputs alone
+        self.block_tables: dict[str, list[int]] = {}
+
+    def _update_block_tables(self, scheduler_output: Any) -> None:
+        """``GPUModelRunner._update_states``: finished and preempted requests leave, a new
+        request brings its blocks, a resumed one replaces them, a running one appends."""
+        for req_id in (*scheduler_output.finished_req_ids,
+                       *(scheduler_output.preempted_req_ids or ())):
+            self.block_tables.pop(req_id, None)
+        for new in scheduler_output.scheduled_new_reqs:
+            self.block_tables[new.req_id] = [int(b) for b in new.block_ids[0]]
+        cached = scheduler_output.scheduled_cached_reqs
+        for req_id, new_ids in zip(cached.req_ids, cached.new_block_ids, strict=True):
+            added = [] if new_ids is None else [int(b) for b in new_ids[0]]
+            if req_id in cached.resumed_req_ids:
+                self.block_tables[req_id] = added
+            else:
+                self.block_tables[req_id].extend(added)
+
+    def execute(
+        self,
+        scheduler_output: Any,
+        requests: Mapping[str, tuple[EngineRequest, Any]],
+        model_runner_output_cls: Any,
+    ) -> WorkerAnswer:
+        self._update_block_tables(scheduler_output)
+        starts = chunk_starts(scheduler_output)
+        order = list(scheduler_output.num_scheduled_tokens)
+        encoded, outputs = self._encode(scheduler_output, requests)
+        gathers: list[GatherSpec] = []
+        per_chunk: list[int] = []
+        for req_id in order:
+            new = int(scheduler_output.num_scheduled_tokens[req_id])
+            specs = _gathers(requests[req_id][0], starts[req_id], new)
+            gathers += specs
+            per_chunk.append(len(specs))
+        rows = self.store.execute_step(
+            WorkerStep(
+                freed_mm_hashes=tuple(scheduler_output.free_encoder_mm_hashes),
+                encoder_outputs=outputs,
+                gathers=tuple(gathers),
+            )
+        )
+        chunks: list[ScheduledChunk] = []
+        sampled: list[list[int]] = []
+        cursor = 0
+        for req_id, count in zip(order, per_chunk, strict=True):
+            request, vllm_request = requests[req_id]
+            start = starts[req_id]
+            new = int(scheduler_output.num_scheduled_tokens[req_id])
+            self._write_kv(request, vllm_request, self.block_tables[req_id], start, new)
+            chunks.append(
+                ScheduledChunk(
+                    request_id=req_id,
+                    num_computed_tokens=start,
+                    num_new_tokens=new,
+                    encoder_inputs=tuple(
+                        int(i) for i in scheduler_output.scheduled_encoder_inputs.get(req_id, ())
+                    ),
+                    gathered=tuple(rows[cursor : cursor + count]),
+                )
+            )
+            cursor += count
+            outputs_so_far = len(vllm_request.output_token_ids)
+            done = start + new >= len(request.token_ids) + outputs_so_far
+            sampled.append([sampled_token(outputs_so_far)] if done else [])
+        runner_output = model_runner_output_cls(
+            req_ids=order,
+            req_id_to_index={req_id: index for index, req_id in enumerate(order)},
+            sampled_token_ids=sampled,
+        )
+        return WorkerAnswer(tuple(chunks), encoded, runner_output)
+
+    def _encode(
+        self, scheduler_output: Any, requests: Mapping[str, tuple[EngineRequest, Any]]
+    ) -> tuple[tuple[str, ...], dict[str, NDArray[Any]]]:
+        hashes: list[str] = []
+        batch: list[tuple[Any, int]] = []
+        for req_id, input_ids in scheduler_output.scheduled_encoder_inputs.items():
+            request = requests[req_id][0]
+            for input_id in input_ids:
+                item = request.items[input_id]
+                hashes.append(item.mm_hash)
+                batch.append((request.data[input_id], item.num_embeds))
+        outputs = self.encoder.encode_batch(batch) if batch else []
+        return tuple(hashes), dict(zip(hashes, outputs, strict=True))
+
+    def _write_kv(
+        self,
+        request: EngineRequest,
+        vllm_request: Any,
+        blocks: Sequence[int],
+        start: int,
+        new: int,
+    ) -> None:
+        for position in range(start, start + new):
+            block = blocks[position // self.block_size]
+            self.kv_sources[block][position % self.block_size] = kv_source(
+                request, vllm_request.output_token_ids, position
+            )
+
+
+def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> KVSource:
+    """The token or embedding row the model reads at ``position`` (the splice)."""
+    for item in request.items:
+        placeholder = item.mm_position
+        if placeholder.offset <= position < placeholder.end:
+            relative = position - placeholder.offset
+            if placeholder.is_embed is None or placeholder.is_embed[relative]:
+                row, _ = placeholder.get_embeds_indices_in_range(relative, relative)
+                return ("embed", item.mm_hash, row)
+            break
+    prompt = len(request.token_ids)
+    token = request.token_ids[position] if position < prompt else outputs[position - prompt]
+    return ("token", int(token))
+
+
+def _gathers(request: EngineRequest, start: int, new: int) -> list[GatherSpec]:
+    """Per item overlapping ``[start, start + new)``, the placeholder window it covers,
+    when that window holds at least one embedding row (``_gather_mm_embeddings``)."""
+    end = start + new
+    specs: list[GatherSpec] = []
+    for item in request.items:
+        position = item.mm_position
+        if position.offset >= end or position.end <= start:
+            continue
+        start_idx = max(start, position.offset) - position.offset
+        end_idx = min(end, position.end) - position.offset
+        first_row, end_row = position.get_embeds_indices_in_range(start_idx, end_idx)
+        if end_row > first_row:
+            specs.append(
+                GatherSpec(request.request_id, item.mm_hash, position, start_idx, end_idx)
+            )
+    return specs

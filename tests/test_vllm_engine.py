@@ -1,0 +1,135 @@
+"""The vLLM adapter's engine loop is vLLM's ``Scheduler`` (issue 16), which sizes its own
+multimodal budget from the plugin model's processor; a short fixed run
+through it in a child process per pinned release, with a profiler on while vLLM's
+``schedule()``, ``update_from_output()``, ``finish_requests()`` and
+``_preempt_request()`` run — none of the project's code (the stand-ins: admission, the
+model-runner stand-in, the toy encoder, the worker store) is called from inside them.
+
+Skips like tests/test_vllm_adapter.py without vLLM's import chain or release trees
+(fails under ``MMSPEC_REQUIRE_VLLM=1``, the CI engine job).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_vllm_adapter import PINNED, ROOT, child_env, vllm_tree
+
+_RUN = r"""
+import json, sys
+from pathlib import Path
+import adapters.vllm as a
+from reference.adapter import ADAPTER as REF
+from spec.adapter import EngineParts
+from spec.types import EngineConfig, EngineRequest, MultiModalItem, PlaceholderRange
+
+ROOT = Path(sys.argv[1]).resolve()
+OURS = tuple(str(ROOT / d) for d in ("adapters", "reference", "spec", "properties"))
+called = set()
+vllm_functions = set()
+
+def profiler(frame, event, arg):
+    if event != "call":
+        return
+    where = frame.f_code.co_filename
+    if where.startswith(OURS):
+        called.add(f"{where}:{frame.f_code.co_name}")
+    elif "/vllm/" in where:
+        vllm_functions.add(frame.f_code.co_name)
+
+def watched(method):
+    def run(*args, **kwargs):
+        sys.setprofile(profiler)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+    return run
+
+parts = EngineParts(
+    hasher=a.ADAPTER.hasher, encoder=REF.encoder,
+    encoder_cache_manager=a.ADAPTER.encoder_cache_manager,
+    scheduling_hook=a.ADAPTER.scheduling_hook, block_hasher=a.ADAPTER.block_hasher,
+    worker_store=REF.worker_store,
+)
+construction = set()
+
+def constructing(frame, event, arg):
+    if event == "call":
+        construction.add(frame.f_code.co_name)
+
+sys.setprofile(constructing)
+engine = a.ADAPTER.engine_loop(EngineConfig(token_budget=8, num_kv_blocks=16), parts)
+sys.setprofile(None)
+scheduler = engine.scheduler
+for name in ("schedule", "update_from_output", "finish_requests", "_preempt_request"):
+    setattr(scheduler, name, watched(getattr(scheduler, name)))
+hasher = a.ADAPTER.hasher()
+A, B, C = (bytes([c]) * 16 for c in b"ABC")
+def request(rid, second, max_new=2):
+    items = (MultiModalItem(hasher.hash_item(A), PlaceholderRange(2, 3)),
+             MultiModalItem(hasher.hash_item(second), PlaceholderRange(6, 2)))
+    return EngineRequest(rid, (1, 2, 9, 9, 9, 3, 9, 9, 4), items, (A, second), max_new)
+chunks = []
+def run(steps):
+    for _ in range(steps):
+        out = engine.step()
+        chunks.extend((c.request_id, c.num_computed_tokens, c.num_new_tokens, c.encoder_inputs)
+                      for c in out.chunks)
+engine.add_request(request("r1", B))
+run(3)
+engine.add_request(request("r2", C))   # shares A: a prefix hit up to the block before C
+engine.add_request(request("r3", B, max_new=3))
+run(1)
+engine.preempt("r3")
+engine.abort("r2")
+run(4)
+print(json.dumps({
+    "called": sorted(called),
+    "vllm_functions": sorted(vllm_functions),
+    "chunks": chunks,
+    "manager": type(scheduler.encoder_cache_manager).__module__,
+    "budget": [scheduler.max_num_encoder_input_tokens,
+               scheduler.encoder_cache_manager.cache_size],
+    "construction": sorted(construction & {"MultiModalBudget", "__init__", "create_processor",
+        "get_mm_max_tokens_per_item", "compute_mm_encoder_budget", "create_manager"}),
+    "left": sorted(engine.snapshot().requests),
+}))
+"""
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: str) -> None:
+    tree = vllm_tree(version)
+    completed = subprocess.run(
+        [sys.executable, "-c", _RUN, str(ROOT)],
+        cwd=ROOT,
+        env=child_env(tree),
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result["called"] == [], "vLLM's scheduler called the project's code"
+    # the profiler saw vLLM's own work (so an empty list above is not a blind profiler)
+    seen = set(result["vllm_functions"])
+    assert {"_try_schedule_encoder_inputs", "_free_encoder_inputs", "allocate_slots",
+            "get_freed_mm_hashes", "get_computed_blocks"} <= seen, sorted(seen)
+    assert result["manager"] == "vllm.v1.core.encoder_cache_manager"
+    # the Scheduler sized its own multimodal budget: MultiModalBudget asked the plugin
+    # model's processor for its largest item and ran compute_mm_encoder_budget
+    assert result["budget"] == [6, 8]
+    assert {"create_processor", "get_mm_max_tokens_per_item",
+            "compute_mm_encoder_budget"} <= set(result["construction"])
+    chunks = [tuple(c[:3]) for c in result["chunks"]]
+    # r1's prefill, with both images encoded; its decode
+    assert chunks[:2] == [("r1", 0, 8), ("r1", 8, 1)]
+    # r2 reuses r1's blocks up to the one holding C: a prefix hit of 6 tokens (blocks of 2)
+    assert ("r2", 6, 3) in chunks
+    r2 = next(c for c in result["chunks"] if c[0] == "r2")
+    assert r2[3] == [1], "only r2's own image C is encoded"
+    assert result["left"] == []
