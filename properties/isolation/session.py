@@ -137,7 +137,7 @@ class IsolatedSession:
         return info
 
     def _loaded(self, info: dict[str, Any]) -> LoadedAdapter:
-        factories = {c: ProxyFactory(self, c, "adapter") for c in info["provided"]}
+        factories: dict[str, Any] = {c: ProxyFactory(self, c, "adapter") for c in info["provided"]}
         adapter = Adapter(
             name=info["name"], not_attempted=frozenset(info["not_attempted"]), **factories
         )
