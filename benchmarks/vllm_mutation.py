@@ -7,10 +7,10 @@ code, and how many of them the suite's properties turn red (``make vllm-mutation
 Targets, in the unpacked vLLM 0.33.0 tree (``.vllm-cache/vllm-0.33.0``, or ``--vllm-src``):
 
 - ``vllm/v1/core/encoder_cache_manager.py``: the methods of ``EncoderCacheManager`` and
-  ``compute_mm_encoder_budget``, judged by ``EncoderCacheMachine``, SCH-1..10 and
+  ``compute_mm_encoder_budget``, judged by ``EncoderCacheMachine``, SCH-1..11 and
   ``EngineMachine``;
 - ``vllm/v1/core/sched/scheduler.py``: ``Scheduler._try_schedule_encoder_inputs`` (the
-  scheduling hook), judged by SCH-1..10 and ``EngineMachine``.
+  scheduling hook), judged by SCH-1..11 and ``EngineMachine``.
 
 Mutation points come from Python's ``ast`` within those functions' bodies (docstrings and
 signatures excluded); each mutation is applied textually to the source at the node's
@@ -71,7 +71,7 @@ if str(ROOT) not in sys.path:
 from properties.baseline import SavedVerdicts, differences, load_verdicts  # noqa: E402
 
 DEFAULT_TREE = ROOT / ".vllm-cache" / "vllm-0.33.0"
-SCH = [f"SCH-{i}" for i in range(1, 11)]
+SCH = [f"SCH-{i}" for i in range(1, 12)]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The encoder cache manager (ECM-1..7, HASH-6): scheduler-side bookkeeping of
+"""The encoder cache manager (ECM-1..9, HASH-6): scheduler-side bookkeeping of
 encoder outputs."""
 
 from __future__ import annotations
@@ -206,6 +206,23 @@ class EncoderCacheManager:
         if not isinstance(request, RequestView):
             raise InvalidInputError(f"request must be a RequestView, got {type(request).__name__}")
         return set(self._refs.get(request.request_id, {}))
+
+    def reset(self) -> None:
+        """Forget every entry and reference (ECM-9: new weights make every held output
+        stale). The drain list is kept: the worker's cache is reset with this one, and
+        reporting a hash it no longer holds is harmless (ECM-7)."""
+        self._cached.clear()
+        self._num_embeds.clear()
+        self._refs.clear()
+        self._freeable.clear()
+
+    def tracked_request_ids(self) -> frozenset[str]:
+        """Requests with state here: those with a referenced item (ECM-8)."""
+        return frozenset(self._refs)
+
+    def tracked_mm_hashes(self) -> frozenset[str]:
+        """Hashes with per-entry state here: sizes, referencing sets, freeable (ECM-8)."""
+        return frozenset(self._cached) | frozenset(self._num_embeds) | frozenset(self._freeable)
 
     def get_freed_mm_hashes(self) -> list[str]:
         """Drain: hashes evicted since the last drain that are not held now, each once,

@@ -11,7 +11,7 @@ from spec.types import RequestView, ScheduleDecision
 BREAKS = "SCH-11"
 KILLED_BY = "sch_count_mismatch_rejected"
 ORIGIN = (
-    "typical engine-side error: catching the mismatch to keep the scheduling loop alive; "
+    "typical student error: catching the mismatch to keep the scheduling loop alive; "
     "the request is retried with a zero-token step forever instead of failing (vLLM "
     "0.33.0 returns the same empty step but also records the request in "
     "encoder_cache_mismatch_reqs, which fails it)"
