@@ -1,4 +1,5 @@
-"""Properties of the encoder-scheduling hook (SCH-1..10) and of the count check (HASH-6).
+"""Properties of the encoder-scheduling hook (SCH-1..10; SCH-11 is in
+``scheduling_mismatch``) and of the count check (HASH-6).
 
 Each SCH-1..8 property draws one call of the hook (:func:`hook_scenarios`), prepares the
 cache through the public cache-manager API in lockstep with the cache model, lets the

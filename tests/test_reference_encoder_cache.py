@@ -1,4 +1,4 @@
-"""Unit tests of the reference encoder cache manager (ECM-1..7, HASH-6)."""
+"""Unit tests of the reference encoder cache manager (ECM-1..9, HASH-6)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ class Release:
 
 
 class EncoderCacheModel:
-    """A dict-and-OrderedDict model of ``EncoderCacheManager`` (ECM-1..7)."""
+    """A dict-and-OrderedDict model of ``EncoderCacheManager`` (ECM-1..7, ECM-9)."""
 
     def __init__(self, cache_size: int) -> None:
         if cache_size < 0:
