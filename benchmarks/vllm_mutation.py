@@ -118,6 +118,9 @@ EQUIVALENT: dict[str, str] = {
     "which does not run (num_embeds > num_free_slots is false), and returns True as before",
     "ecm-067": "compute_mm_encoder_budget: deletes the logger.warning of the no-modality "
     "branch; the returned budgets are unchanged",
+    "ecm-007": "reset without freed.clear(): reset_encoder_cache runs between steps, after "
+    "Scheduler.schedule drained freed (evictions happen only inside schedule), so the "
+    "list is already empty (ECM-9)",
     "hook-008": "assert len(mm_features) >= 0: the early return on `not has_encoder_inputs` "
     "already excludes an empty list, so the assertion holds either way",
     "hook-009": "assert len(mm_features) > -1: a length is never negative; same as hook-008",

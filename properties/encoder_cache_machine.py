@@ -583,13 +583,15 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                     self.do_check(*self.duplicates.pop(0))
             self.do_drain()
 
-        # Between steps (nothing planned), with something to forget: what
-        # Scheduler.reset_encoder_cache does when the weights change (ECM-9).
+        # Between steps (nothing planned, the step's drain done: vLLM evicts only inside
+        # Scheduler.schedule, which drains at its end), with something to forget: what
+        # EngineCore.reset_encoder_cache does when the weights change (ECM-9).
         @precondition(
             lambda self: self.resettable
             and bool(self.model.sizes)
             and not self.plan
             and not self.duplicates
+            and not self.model.evicted_since_drain
         )
         @rule()
         def reset(self) -> None:

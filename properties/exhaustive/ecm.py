@@ -152,7 +152,11 @@ class EcmSpace:
         if machine.plan or model.evicted_since_drain:
             ops.append(Operation("the step ends (allocate planned, drain)", _end_step(False)))
             ops.append(Operation("drain while planned items wait", _end_step(True)))
-        if machine.resettable and model.sizes and not machine.plan and not machine.duplicates:
+        if (
+            machine.resettable
+            and model.sizes
+            and not (machine.plan or machine.duplicates or model.evicted_since_drain)
+        ):  # between steps, as the machine's rule
             ops.append(Operation("the encoder cache is reset (new weights)", _reset))
         return ops
 
