@@ -8,10 +8,10 @@ code, and how many of them the suite's properties turn red (``make vllm-mutation
 Targets, in the unpacked vLLM 0.33.0 tree (``.vllm-cache/vllm-0.33.0``, or ``--vllm-src``):
 
 - ``vllm/v1/core/encoder_cache_manager.py``: the methods of ``EncoderCacheManager`` and
-  ``compute_mm_encoder_budget``, judged by ``EncoderCacheMachine``, SCH-1..10 and
+  ``compute_mm_encoder_budget``, judged by ``EncoderCacheMachine``, SCH-1..11 and
   ``EngineMachine``;
 - ``vllm/v1/core/sched/scheduler.py``: ``Scheduler._try_schedule_encoder_inputs`` (the
-  scheduling hook), judged by SCH-1..10 and ``EngineMachine``;
+  scheduling hook), judged by SCH-1..11 and ``EngineMachine``;
 - the same file, reached only through vLLM's ``Scheduler`` as the engine loop (issue 16),
   judged by ``EngineMachine``: ``_free_encoder_inputs`` / ``_free_encoder_input``
   (``--file scheduler_free``), and the drain of ``get_freed_mm_hashes()`` into the step's
@@ -77,7 +77,7 @@ if str(ROOT) not in sys.path:
 from properties.baseline import SavedVerdicts, differences, load_verdicts  # noqa: E402
 
 DEFAULT_TREE = ROOT / ".vllm-cache" / "vllm-0.33.0"
-SCH = [f"SCH-{i}" for i in range(1, 11)]
+SCH = [f"SCH-{i}" for i in range(1, 12)]
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,9 @@ EQUIVALENT: dict[str, str] = {
     "which does not run (num_embeds > num_free_slots is false), and returns True as before",
     "ecm-067": "compute_mm_encoder_budget: deletes the logger.warning of the no-modality "
     "branch; the returned budgets are unchanged",
+    "ecm-007": "reset without freed.clear(): reset_encoder_cache runs between steps, after "
+    "Scheduler.schedule drained freed (evictions happen only inside schedule), so the "
+    "list is already empty (ECM-9)",
     "hook-008": "assert len(mm_features) >= 0: the early return on `not has_encoder_inputs` "
     "already excludes an empty list, so the assertion holds either way",
     "hook-009": "assert len(mm_features) > -1: a length is never negative; same as hook-008",

@@ -21,6 +21,7 @@ from properties import (  # noqa: F401
     hashing,
     prefix,
     scheduling,
+    scheduling_mismatch,
     splice,
     worker,
 )

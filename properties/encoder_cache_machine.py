@@ -1,4 +1,4 @@
-"""``EncoderCacheMachine``: the encoder cache manager against its model (ECM-1..7).
+"""``EncoderCacheMachine``: the encoder cache manager against its model (ECM-1..9).
 
 The machine drives the implementation the way the scheduler does: a request reaches
 one of its items and checks the cache (hit or miss); on a miss it asks ``can_allocate``
@@ -18,9 +18,9 @@ counted in tokens or in entries instead of embeddings show up).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -37,16 +37,37 @@ from properties.framework import (
     TransitionRecorder,
     check,
     clause_property,
+    is_set_aside,
     machine,
     note,
 )
 from properties.models.encoder_cache import EncoderCacheModel, Reference
-from spec.components import EncoderCacheManager
+from spec.components import EncoderCacheBookkeeping, EncoderCacheManager, ResettableEncoderCache
 from spec.types import MultiModalItem, PlaceholderRange, RequestView
 
 T = TypeVar("T")
 
-ECM_CLAUSES = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7")
+ECM_CLAUSES = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7", "ECM-8", "ECM-9")
+
+#: The optional capabilities (spec/components.py) ECM-8 and ECM-9 need.
+BOOKKEEPING = ("tracked_request_ids", "tracked_mm_hashes")
+RESET = ("reset",)
+
+
+def provides(cache: object, methods: tuple[str, ...]) -> bool:
+    return all(callable(getattr(cache, m, None)) for m in methods)
+
+
+def capability_probe(methods: tuple[str, ...], clause: str) -> Callable[[Parts], str | None]:
+    """Why the adapter's cache manager lacks the optional ``methods`` (None: it has them)."""
+
+    def probe(parts: Parts) -> str | None:
+        if provides(parts.encoder_cache_manager(1), methods):
+            return None
+        names = ", ".join(f"{m}()" for m in methods)
+        return f"the encoder cache manager does not provide the optional {names} ({clause})"
+
+    return probe
 
 #: (num_embeds, num_breaks) of an image: sizes 1..4, several equal; mostly no breaks.
 IMAGE_SHAPES = tuple((n, breaks) for breaks in (0, 0, 0, 1, 2) for n in (1, 2, 2, 3, 4))
@@ -148,9 +169,18 @@ def fmt_cache(model: EncoderCacheModel) -> str:
     )
 
 
-@clause_property("EncoderCacheMachine", ECM_CLAUSES, subject=("encoder_cache_manager",))
+@clause_property(
+    "EncoderCacheMachine",
+    ECM_CLAUSES,
+    subject=("encoder_cache_manager",),
+    capabilities=(
+        ("ECM-8", capability_probe(BOOKKEEPING, "ECM-8")),
+        ("ECM-9", capability_probe(RESET, "ECM-9")),
+    ),
+)
 def encoder_cache_machine(parts: Parts) -> Runnable:
-    """ECM-1..7: the implementation and the model in lockstep."""
+    """ECM-1..9: the implementation and the model in lockstep (ECM-8 and ECM-9 where
+    the implementation has their optional capability)."""
     factory = parts.encoder_cache_manager
 
     class EncoderCacheMachine(TransitionRecorder, RuleBasedStateMachine):
@@ -164,6 +194,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             self.plan: list[tuple[RequestView, int]] = []
             self.planned = 0
             self.duplicates: list[tuple[RequestView, int]] = []
+            self.resettable = self.bookkeeping = False
 
         # --- setup --------------------------------------------------------------------
 
@@ -172,6 +203,8 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             self.requests = scenario.requests
             self.impl = factory(scenario.cache_size)
             self.model = EncoderCacheModel(scenario.cache_size)
+            self.resettable = provides(self.impl, RESET)
+            self.bookkeeping = provides(self.impl, BOOKKEEPING)
             sizes = ", ".join(f"{im.mm_hash}={im.num_embeds}" for im in scenario.images)
             note(f"cache of {scenario.cache_size} embeddings; images {sizes}")
             for req in self.requests:
@@ -509,6 +542,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
         def do_drain(self) -> None:
             """get_freed_mm_hashes in lockstep (ECM-7)."""
             got = list(self.cache.get_freed_mm_hashes())
+            optional = self.model.may_drain - set(self.model.sizes)  # from before a reset
             want = self.model.get_freed_mm_hashes()
             if want:
                 self.reached("drain_freed")
@@ -524,11 +558,16 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 "ECM-7",
                 f"get_freed_mm_hashes reported {held_now}, which is held again",
             )
+            reset_note = (
+                f" (and it may list {sorted(optional)}, evicted or held before a reset)"
+                if optional
+                else ""
+            )
             check(
-                set(got) == set(want),
+                set(want) <= set(got) <= set(want) | optional,
                 "ECM-7",
                 f"get_freed_mm_hashes returned {sorted(got)}; the hashes evicted since the "
-                f"last drain and not held now are {sorted(set(want))}",
+                f"last drain and not held now are {sorted(set(want))}{reset_note}",
             )
 
         # Only when the step has something to finish: a no-op step end would crowd out
@@ -550,6 +589,68 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 while self.duplicates:
                     self.do_check(*self.duplicates.pop(0))
             self.do_drain()
+
+        # Between steps (nothing planned, the step's drain done: vLLM evicts only inside
+        # Scheduler.schedule, which drains at its end), with something to forget: what
+        # EngineCore.reset_encoder_cache does when the weights change (ECM-9).
+        @precondition(
+            lambda self: self.resettable
+            and bool(self.model.sizes)
+            and not self.plan
+            and not self.duplicates
+            and not self.model.evicted_since_drain
+        )
+        @rule()
+        def reset(self) -> None:
+            cast(ResettableEncoderCache, self.cache).reset()
+            self.model.reset()
+            note("the engine resets the encoder cache (new weights): reset()")
+            cap = self.model.cache_size
+            state = snapshot(self.cache)
+            check(
+                state == ({}, [], cap, cap),
+                "ECM-9",
+                f"after reset() nothing may be held, freeable or referenced and all {cap} "
+                f"slots free: (cached, freeable, free, freeable slots) is {state}",
+            )
+            for req in self.requests:
+                left = sorted(self.cache.get_cached_input_ids(req))
+                check(
+                    not left,
+                    "ECM-9",
+                    f"after reset() get_cached_input_ids({req.request_id}) is {left}; the "
+                    "references are gone",
+                )
+
+        def check_bookkeeping(self) -> None:
+            """ECM-8: state is kept only for held entries and referencing requests."""
+            if is_set_aside("ECM-8"):
+                # A leak changes none of the observable state the model follows: once
+                # found, the other clauses are judged on every run, not only on the
+                # runs that never release anything.
+                return
+            # State is needed for what the model holds or the implementation shows it
+            # holds: a divergence another clause reports (ECM-3, ECM-6) is not counted
+            # again here; only state that neither needs is a leak.
+            impl = cast(EncoderCacheBookkeeping, self.cache)
+            cached = cached_of(self.cache)
+            held = set(cached) | set(self.model.sizes)
+            hashes = set(impl.tracked_mm_hashes())
+            check(
+                hashes == held,
+                "ECM-8",
+                f"the manager keeps state for hashes {sorted(hashes)}; it holds "
+                f"{sorted(held)} (an evicted entry leaves nothing behind)",
+            )
+            referencing = {rid for ids in cached.values() for rid in ids} | set(self.model.uses)
+            requests = set(impl.tracked_request_ids())
+            check(
+                requests == referencing,
+                "ECM-8",
+                f"the manager keeps state for requests {sorted(requests)}; the requests "
+                f"referencing an entry are {sorted(referencing)} (a request that references "
+                "nothing leaves nothing behind)",
+            )
 
         # --- the one invariant ----------------------------------------------------------
 
@@ -601,6 +702,8 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 f"freeable (oldest release first) is {freeable}; the unreferenced entries "
                 f"in release order are {list(self.model.freeable.items())}",
             )
+            if self.bookkeeping:
+                self.check_bookkeeping()
 
     # Twice the profile's runs: under some seeds 100 runs reach a declared transition
     # (``duplicate_in_request``) fewer than 5 times (seed 272420487: 2), VACUOUS in the

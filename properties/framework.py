@@ -99,6 +99,13 @@ def check(condition: bool, clause: str, message: str) -> None:
 _SET_ASIDE: list[frozenset[str]] = []
 
 
+def is_set_aside(clause: str) -> bool:
+    """Whether the current run sets ``clause`` aside. A check whose violation leaves
+    the implementation's observable state where the model is (a leak the model does not
+    track) may be skipped then, instead of rejecting every later test case."""
+    return bool(_SET_ASIDE) and clause in _SET_ASIDE[-1]
+
+
 @contextmanager
 def setting_aside(clauses: Iterable[str]) -> Iterator[None]:
     """Run with the violations of ``clauses`` set aside: a test case that breaks one of
@@ -341,6 +348,11 @@ class PropertySpec:
     build: Callable[[Parts], Runnable]
     module: str
     subject_any: bool = False
+    #: Clauses that need an optional capability of a subject component: clause -> a
+    #: probe returning why the adapter does not provide it (None: provided). Such a
+    #: clause is "not provided" for that adapter; the property checks it only where the
+    #: capability is there (spec/components.py, e.g. ``ResettableEncoderCache``).
+    capabilities: tuple[tuple[str, Callable[[Parts], str | None]], ...] = ()
 
 
 REGISTRY: dict[str, PropertySpec] = {}
@@ -352,6 +364,7 @@ def clause_property(
     subject: Iterable[ComponentName],
     uses: Iterable[ComponentName] = (),
     subject_any: bool = False,
+    capabilities: Iterable[tuple[str, Callable[[Parts], str | None]]] = (),
 ) -> Callable[[Callable[[Parts], Runnable]], Callable[[Parts], Runnable]]:
     """Register a property under ``name`` (the name SPEC.md's "Checked by" uses)."""
     clause_ids = (clauses,) if isinstance(clauses, str) else tuple(clauses)
@@ -367,6 +380,7 @@ def clause_property(
             build=build,
             module=build.__module__,
             subject_any=subject_any,
+            capabilities=tuple(capabilities),
         )
         return build
 

@@ -113,9 +113,13 @@ class PropertyResult:
     blocked_because: str = ""
     #: Clauses set aside on request (``--set-aside``): never judged, so ``blocked``.
     set_aside: tuple[str, ...] = ()
+    #: Clauses whose optional capability the adapter lacks (``PropertySpec.capabilities``).
+    not_provided: tuple[str, ...] = ()
 
     def verdict_for(self, clause: str) -> Verdict:
         """This property's verdict on one of its clauses."""
+        if clause in self.not_provided:
+            return Verdict.NOT_PROVIDED
         if clause in self.set_aside:
             return Verdict.BLOCKED
         if self.verdict not in (Verdict.FAIL, Verdict.ERROR):
@@ -629,9 +633,19 @@ def _run_if_provided(
             Verdict.NOT_PROVIDED,
             detail=f"no implementation provides {', '.join(nobody)}",
         )
-    return run_property(
+    result = run_property(
         spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
         transform=transform, set_aside=set_aside, per_clause=per_clause,
+    )
+    lacking = [(clause, why) for clause, probe in spec.capabilities if (why := probe(parts))]
+    if not lacking:
+        return result
+    return dataclasses.replace(
+        result,
+        not_provided=tuple(clause for clause, _ in lacking),
+        detail="; ".join(f"{clause}: {why}" for clause, why in lacking) + (
+            f"; {result.detail}" if result.detail else ""
+        ),
     )
 
 

@@ -10,7 +10,9 @@ one short, or at an image's end; an encoder budget of 0, exactly an item, one be
 ample; the drafter shift 0 or 1; ``disable_chunked_mm_input`` on or off.
 
 Content identity is fixed per scenario: a hash always names the same range shape (so the
-same ``num_embeds``); HASH-6's strategy is the one place that breaks that on purpose.
+same ``num_embeds``); HASH-6's strategy and the ``mismatch`` focus (SCH-11: the request
+presents a hash with another count than the other requests give it) are the places that
+break that on purpose. A few chunks are empty (``new = 0``, SCH-1).
 """
 
 from __future__ import annotations
@@ -276,10 +278,17 @@ def cache_ops(
     request: RequestView,
     computed: int,
     max_ops: int = 8,
+    twin: ImageShape | None = None,
 ) -> tuple[CacheOp, ...]:
     """Mostly takes, then releases and finishes, by other requests; the request itself
-    only touches items its earlier chunks reached (offset before ``computed``)."""
-    reached = [i for i, item in enumerate(request.items) if item.mm_position.offset < computed]
+    only touches items its earlier chunks reached (offset before ``computed``) -- never
+    an item of ``twin``, the shape whose count disagrees with the cache's (SCH-11)."""
+    reached = [
+        i
+        for i, item in enumerate(request.items)
+        if item.mm_position.offset < computed
+        and not (twin is not None and item == twin.at(item.mm_position.offset))
+    ]
     actors = [(r.request_id, list(range(len(r.items)))) for r in others]
     if reached:
         actors.append((request.request_id, reached))
@@ -338,8 +347,29 @@ def cache_sizes(
 #: prompt (SCH-3); ``doorstep``: computed before, at or inside an item, with a tight
 #: budget (SCH-5 truncations, SCH-8 prefix hits inside an image); ``partial``: the chunk
 #: starts before or exactly at an item and ends inside it (SCH-6); ``several``: the chunk
-#: reaches several items (SCH-4's whole-item charges add up against budget and cache).
-Focus = Literal["any", "window_edge", "repeats", "doorstep", "partial", "several"]
+#: reaches several items (SCH-4's whole-item charges add up against budget and cache);
+#: ``mismatch``: the request carries a *twin*, an image with the hash of another but a
+#: different count, which the other requests may hold (SCH-11).
+Focus = Literal["any", "window_edge", "repeats", "doorstep", "partial", "several", "mismatch"]
+
+
+@st.composite
+def twins(draw: st.DrawFn, shape: ImageShape) -> ImageShape:
+    """``shape``'s hash with another ``num_embeds`` (a reused multimodal UUID)."""
+    count = draw(st.integers(1, 3))
+    count += count >= shape.num_embeds  # never the original count
+    return ImageShape(shape.mm_hash, count)
+
+
+@st.composite
+def requests_with_twin(
+    draw: st.DrawFn, universe: tuple[ImageShape, ...], twin: ImageShape
+) -> RequestView:
+    """1..3 images of ``universe`` with ``twin`` among them (before, between or after
+    them: the original may be reached first, or the twin)."""
+    shapes = [pick(draw, universe) for _ in range(draw(st.integers(1, 3)))]
+    shapes.insert(draw(st.integers(0, len(shapes))), twin)
+    return place(REQUEST_ID, shapes, [pick(draw, (0, 1, 1, 2)) for _ in shapes])
 
 
 @st.composite
@@ -349,14 +379,18 @@ def hook_scenarios(
     """One call of the hook; ``disable_chunked_mm_input`` fixed, or drawn when None.
     ``focus`` aims the draw at one clause's situation (see :data:`Focus`)."""
     universe = draw(universes())
-    request = draw(
-        placed_requests(
-            REQUEST_ID,
-            universe,
-            repeat=focus == "repeats",
-            min_items=2 if focus == "several" else 1,
+    twin = draw(twins(universe[0])) if focus == "mismatch" else None
+    if twin is not None:
+        request = draw(requests_with_twin(universe, twin))
+    else:
+        request = draw(
+            placed_requests(
+                REQUEST_ID,
+                universe,
+                repeat=focus == "repeats",
+                min_items=2 if focus == "several" else 1,
+            )
         )
-    )
     prompt_len = request.items[-1].mm_position.end + draw(st.integers(0, 2))
     others = tuple(
         draw(placed_requests(f"o{k + 1}", universe, max_items=3))
@@ -370,20 +404,28 @@ def hook_scenarios(
         "doorstep": ("before", "before", "at", "inside"),
         "partial": ("before", "at"),
         "several": ("before", "at", "inside"),
+        "mismatch": ("before", "at", "any"),
     }
     computed = draw(
         computed_positions(request, prompt_len, computed_kinds.get(focus, COMPUTED_KINDS))
     )
-    prep = draw(cache_ops(others, request, computed))
+    prep = draw(cache_ops(others, request, computed, twin=twin))
     chunk_kinds = {
         "window_edge": EDGE_KINDS,
         "repeats": ("rest", "rest", "end"),
         "partial": ("inside", "inside", "one_past", "at_offset"),
         "several": ("rest", "end", "inside", "one_past"),
+        "mismatch": ("rest", "rest", "end", "any"),
     }
     new = draw(chunk_lengths(request, computed, prompt_len, chunk_kinds.get(focus, CHUNK_KINDS)))
+    if focus in ("any", "window_edge") and draw(st.integers(0, 7)) == 0:
+        new = 0  # an empty chunk (a clipped or Mamba-split step): nothing is touched (SCH-1)
     # tight for doorsteps; ample when several items compete for cache space instead
-    budget_kinds = {"doorstep": ("zero", "below", "exact", "any"), "several": ("ample",)}
+    budget_kinds = {
+        "doorstep": ("zero", "below", "exact", "any"),
+        "several": ("ample",),
+        "mismatch": ("ample", "ample", "exact"),
+    }
     disable = disable_chunked_mm_input
     if disable is None:
         # With "several", mostly chunked: partly consumed items only exist then.

@@ -1,4 +1,4 @@
-"""The encoder cache manager (ECM-1..7, HASH-6): scheduler-side bookkeeping of
+"""The encoder cache manager (ECM-1..9, HASH-6): scheduler-side bookkeeping of
 encoder outputs."""
 
 from __future__ import annotations
@@ -76,10 +76,12 @@ class EncoderCacheManager:
     drain time (re-allocated in the same scheduling pass: the worker must keep its
     tensor). The scheduler forwards them to the worker, which drops them (ECM-7).
 
-    **Counts.** A hash names content, and content has one embedding count. A request
-    presenting a held hash with another ``num_embeds`` (on any of its items carrying
-    that hash) is refused with ``EmbedCountMismatchError`` and nothing changes
-    (HASH-6): accepting it would free the entry with the wrong size later.
+    **Counts.** A hash names content, and content has one embedding count. An item
+    presenting a held hash with another ``num_embeds`` is refused with
+    ``EmbedCountMismatchError`` and nothing changes (HASH-6): accepting it would free the
+    entry with the wrong size later. Only the presented item is judged: another item of
+    the request that carries the hash with another count is refused when it is reached
+    (the scheduling hook rejects the step then, SCH-11), not before.
 
     **Requests** are identified by ``request_id``; the ``RequestView`` passed to each
     call gives the item hashes and sizes. References are recorded as ``input_id ->
@@ -132,10 +134,14 @@ class EncoderCacheManager:
         """True iff the item's hash is held; the request then references it through
         this item (ECM-3, ECM-6). Raises ``EmbedCountMismatchError`` and
         changes nothing when the held entry has another size (HASH-6)."""
-        mm_hash, _ = self._item(request, input_id)
+        mm_hash, num_embeds = self._item(request, input_id)
         if mm_hash not in self._cached:
             return False
-        self._check_counts(request, mm_hash, self._num_embeds[mm_hash])
+        if num_embeds != self._num_embeds[mm_hash]:
+            raise EmbedCountMismatchError(
+                f"request {request.request_id} item {input_id} presents {mm_hash} with "
+                f"{num_embeds} embeddings, but the entry holds {self._num_embeds[mm_hash]}"
+            )
         self._reference(request, input_id, mm_hash)
         return True
 
@@ -170,7 +176,6 @@ class EncoderCacheManager:
                 f"request {request.request_id} item {input_id}: {mm_hash} is already held; "
                 "a held hash is a hit (check_and_update_cache), not an allocation"
             )
-        self._check_counts(request, mm_hash, num_embeds)
         if num_embeds > self.num_free_slots:
             raise InvalidInputError(
                 f"request {request.request_id} item {input_id} needs {num_embeds} slots but "
@@ -202,6 +207,23 @@ class EncoderCacheManager:
             raise InvalidInputError(f"request must be a RequestView, got {type(request).__name__}")
         return set(self._refs.get(request.request_id, {}))
 
+    def reset(self) -> None:
+        """Forget every entry and reference (ECM-9: new weights make every held output
+        stale). The drain list is kept: the worker's cache is reset with this one, and
+        reporting a hash it no longer holds is harmless (ECM-7)."""
+        self._cached.clear()
+        self._num_embeds.clear()
+        self._refs.clear()
+        self._freeable.clear()
+
+    def tracked_request_ids(self) -> frozenset[str]:
+        """Requests with state here: those with a referenced item (ECM-8)."""
+        return frozenset(self._refs)
+
+    def tracked_mm_hashes(self) -> frozenset[str]:
+        """Hashes with per-entry state here: sizes, referencing sets, freeable (ECM-8)."""
+        return frozenset(self._cached) | frozenset(self._num_embeds) | frozenset(self._freeable)
+
     def get_freed_mm_hashes(self) -> list[str]:
         """Drain: hashes evicted since the last drain that are not held now, each once,
         in order of first eviction (ECM-7)."""
@@ -224,14 +246,6 @@ class EncoderCacheManager:
                 f"its reference was taken for {recorded}: a different request view?"
             )
         return item.mm_hash, item.num_embeds
-
-    def _check_counts(self, request: RequestView, mm_hash: str, num_embeds: int) -> None:
-        for index, item in enumerate(request.items):
-            if item.mm_hash == mm_hash and item.num_embeds != num_embeds:
-                raise EmbedCountMismatchError(
-                    f"request {request.request_id} item {index} presents {mm_hash} with "
-                    f"{item.num_embeds} embeddings, but the entry holds {num_embeds}"
-                )
 
     def _reference(self, request: RequestView, input_id: int, mm_hash: str) -> None:
         """The request references ``mm_hash`` through item ``input_id`` only: an item

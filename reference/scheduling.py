@@ -1,4 +1,4 @@
-"""The encoder-scheduling hook (SCH-1..10): which images to encode this step, and
+"""The encoder-scheduling hook (SCH-1..11): which images to encode this step, and
 where the chunk must stop.
 
 Mirrors vLLM's ``Scheduler._try_schedule_encoder_inputs`` as of v0.33.0 (the

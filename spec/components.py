@@ -91,6 +91,13 @@ class EncoderCacheManager(Protocol):
     took a reference (a hit in ``check_and_update_cache``, or ``allocate``) — not
     through its other items with that hash — and stops referencing it when every item
     that took one has been released (ECM-6).
+
+    Optional capabilities (an implementation need not provide them; the clause that
+    needs one is reported "not provided" without it, and nothing else changes):
+    ``reset()`` (:class:`ResettableEncoderCache`, ECM-9) and ``tracked_request_ids()`` with
+    ``tracked_mm_hashes()`` (:class:`EncoderCacheBookkeeping`, ECM-8). A capability is
+    provided when the attribute is callable on an instance (an adapter may set it to
+    None where the wrapped code lacks it).
     """
 
     @property
@@ -148,6 +155,35 @@ class EncoderCacheManager(Protocol):
     def get_freed_mm_hashes(self) -> list[str]:
         """Drain the hashes evicted since the last drain that are not held now, each
         once (ECM-7)."""
+        ...
+
+
+@runtime_checkable
+class ResettableEncoderCache(Protocol):
+    """Optional capability of an ``EncoderCacheManager`` (ECM-9): vLLM's ``reset``, which
+    ``Scheduler.reset_encoder_cache`` calls when model weights change."""
+
+    def reset(self) -> None:
+        """Forget every entry and reference: nothing held, freeable or referenced, every
+        slot free; afterwards the manager behaves as a fresh one of the same size."""
+        ...
+
+
+@runtime_checkable
+class EncoderCacheBookkeeping(Protocol):
+    """Optional capability of an ``EncoderCacheManager`` (ECM-8): what it keeps besides
+    its observable state, so that a leak (state kept for a request that references
+    nothing, or for an evicted entry) can be seen."""
+
+    def tracked_request_ids(self) -> frozenset[str]:
+        """Every request id the manager keeps any state for (references, per-request
+        item sets or counts)."""
+        ...
+
+    def tracked_mm_hashes(self) -> frozenset[str]:
+        """Every ``mm_hash`` the manager keeps any per-entry state for (its size, its
+        referencing requests, its place in ``freeable``) -- not the list of hashes
+        evicted since the last drain, which ECM-7 reports."""
         ...
 
 

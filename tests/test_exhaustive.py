@@ -46,6 +46,8 @@ FOUND: dict[str, tuple[str, Scopes, str]] = {
     "ecm_exact_budget_refused": ("EncoderCacheMachine", ECM_SMALL, "ECM-4"),
     "ecm_newest_first_eviction": ("EncoderCacheMachine", ECM_SMALL, "ECM-5"),
     "ecm_release_at_first_use": ("EncoderCacheMachine", ECM_SMALL, "ECM-6"),
+    "ecm_keeps_released_request": ("EncoderCacheMachine", ECM_SMALL, "ECM-8"),
+    "ecm_reset_keeps_references": ("EncoderCacheMachine", ECM_SMALL, "ECM-9"),
     "ecm_reports_reallocated_freed": ("EncoderCacheMachine", ECM_REALLOCATED, "ECM-7"),
     "sys_admits_unfittable": ("EngineMachine", ENGINE_SMALL, "SYS-9"),
     "sys_frees_refs_before_consumption": ("EngineMachine", ENGINE_SMALL, "SYS-1"),

@@ -16,7 +16,7 @@ from properties.runner import Report, Verdict, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_BUGS = "tests/fixtures/two_cache_bugs.py"
-ECM = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7")
+ECM = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7", "ECM-8", "ECM-9")
 
 
 @functools.cache

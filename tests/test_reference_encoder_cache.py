@@ -1,4 +1,4 @@
-"""Unit tests of the reference encoder cache manager (ECM-1..7, HASH-6)."""
+"""Unit tests of the reference encoder cache manager (ECM-1..9, HASH-6)."""
 
 from __future__ import annotations
 
@@ -212,18 +212,22 @@ def test_count_mismatch_is_rejected_and_changes_nothing() -> None:
     before = state(cache)
     with pytest.raises(EmbedCountMismatchError, match="A"):
         cache.check_and_update_cache(req("r2", ("A", 5)), 0)
-    # Another item of the same request presents A with another count.
+    # Only the presented item is judged: item 1 of r3 disagrees, item 0 does not.
     with pytest.raises(EmbedCountMismatchError, match="item 1"):
-        cache.check_and_update_cache(req("r3", ("A", 4), ("A", 3)), 0)
+        cache.check_and_update_cache(req("r3", ("A", 4), ("A", 3)), 1)
     assert state(cache) == before
     assert cache.get_cached_input_ids(req("r2", ("A", 5))) == set()
 
 
-def test_allocate_refuses_a_request_that_disagrees_with_itself() -> None:
+def test_a_request_that_disagrees_with_itself_is_refused_where_it_disagrees() -> None:
+    # Item 0 agrees with itself and is allocated; item 1, reached later, is refused
+    # (the scheduling hook rejects the step there, SCH-11).
     cache = EncoderCacheManager(10)
-    with pytest.raises(EmbedCountMismatchError):
-        cache.allocate(req("r1", ("A", 4), ("A", 3)), 0)
-    assert dict(cache.cached) == {}
+    request = req("r1", ("A", 4), ("A", 3))
+    cache.allocate(request, 0)
+    with pytest.raises(EmbedCountMismatchError, match="item 1"):
+        cache.check_and_update_cache(request, 1)
+    assert dict(cache.cached) == {"A": frozenset({"r1"})}
 
 
 def test_allocate_of_a_held_hash_is_refused() -> None:

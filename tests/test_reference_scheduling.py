@@ -1,4 +1,4 @@
-"""Unit tests of the reference encoder-scheduling hook (SCH-1..10)."""
+"""Unit tests of the reference encoder-scheduling hook (SCH-1..11)."""
 
 from __future__ import annotations
 

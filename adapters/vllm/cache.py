@@ -2,8 +2,9 @@
 
 Every operation is the vLLM method of the same name on a vLLM ``Request`` built from
 the view (:mod:`adapters.vllm.requests_bridge`); the observable state is read from vLLM's own
-attributes (``cached``, ``freeable``, ``num_free_slots``, ``num_freeable_slots``). The
-only translation is of containers: the state is returned as copies, so a property
+attributes (``cached``, ``freeable``, ``num_free_slots``, ``num_freeable_slots``), and
+so are the optional capabilities ECM-8 and ECM-9 observe (``reset``, the bookkeeping
+maps). The only translation is of containers: the state is returned as copies, so a property
 holding a snapshot never sees vLLM mutate it later (0.33's ``get_cached_input_ids``
 returns its internal set).
 """
@@ -11,7 +12,7 @@ returns its internal set).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -85,6 +86,31 @@ class VllmEncoderCacheManager:
 
     def get_freed_mm_hashes(self) -> list[str]:
         return [str(h) for h in self.vllm.get_freed_mm_hashes()]
+
+    # --- optional capabilities (spec/components.py) ------------------------------------
+
+    @property
+    def reset(self) -> Callable[[], None] | None:
+        """vLLM's ``reset`` (ECM-9), or None on a release without it."""
+        method: Callable[[], None] | None = getattr(self.vllm, "reset", None)
+        return method
+
+    def tracked_request_ids(self) -> frozenset[str]:
+        """Every request id vLLM's manager keeps state for (ECM-8): in a referencing set,
+        or a key of the per-request maps (``request_cached_ids``, ``request_hash_refs``,
+        since 0.33)."""
+        ids: set[str] = {str(r) for refs in self.vllm.cached.values() for r in refs}
+        for name in ("request_cached_ids", "request_hash_refs"):
+            ids |= {str(r) for r in getattr(self.vllm, name, {})}
+        return frozenset(ids)
+
+    def tracked_mm_hashes(self) -> frozenset[str]:
+        """Every hash vLLM's manager keeps per-entry state for (ECM-8): ``cached``,
+        ``freeable`` and, since 0.33, ``num_embeds_by_hash`` (``freed``, the drain list,
+        is ECM-7's)."""
+        hashes: set[str] = set(self.vllm.cached) | set(self.vllm.freeable)
+        hashes |= set(getattr(self.vllm, "num_embeds_by_hash", {}))
+        return frozenset(str(h) for h in hashes)
 
     def vllm_request(self, request: RequestView) -> Any:
         """The vLLM ``Request`` this manager uses for ``request`` (the hook passes the

@@ -15,6 +15,13 @@ message naming it instead of an ``AttributeError`` mid-property:
   remote encoder cache);
 - since 0.33, ``encoder_cache_mismatch_reqs``: an empty set per call.
 
+A count mismatch (SCH-11) is vLLM's rejection form -- the request recorded in
+``encoder_cache_mismatch_reqs`` (the scheduler fails it at the step's end) and
+``([], 0, budget, [], [])`` returned (the budget is whatever the walk left: the callers
+drop it with a zero-token step) -- and is reported as the spec's
+``EmbedCountMismatchError``. Only that whole form is: a call that records the request
+but returns anything else is returned as it is, for SCH-11 to judge.
+
 The result tuple is read according to :mod:`adapters.vllm.versions` (rows
 ``hook_external_loads`` and ``hook_duplicates``). A ``ValueError`` from vLLM's
 ``compute_mm_encoder_budget`` — its one raise, the item that can never fit — is
@@ -24,12 +31,14 @@ reported as the spec's ``BudgetConfigError`` with vLLM's message.
 from __future__ import annotations
 
 import functools
+import logging
+import os
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
 from spec.components import EncoderCacheManager
-from spec.errors import BudgetConfigError
+from spec.errors import BudgetConfigError, EmbedCountMismatchError
 from spec.types import EncoderBudgetConfig, RequestView, ScheduleDecision, SchedulerConfig
 
 from .cache import VllmEncoderCacheManager
@@ -43,6 +52,12 @@ class VllmSchedulingHook:
 
     def __init__(self, code: VllmCode, api: Api, config: SchedulerConfig) -> None:
         self._scheduler = code.module("scheduler").Scheduler
+        # The count-mismatch guard logs a warning per rejection, which SCH-11 provokes
+        # on purpose; vLLM's own logging setup is not applied to a bare Scheduler, so
+        # the level the adapter's loader chose (VLLM_LOGGING_LEVEL) is applied here.
+        logging.getLogger(self._scheduler.__module__).setLevel(
+            os.environ.get("VLLM_LOGGING_LEVEL", "CRITICAL")
+        )
         self._compute_budget = code.module("encoder_cache_manager").compute_mm_encoder_budget
         self._api = api
         self._config = SimpleNamespace(
@@ -78,8 +93,9 @@ class VllmSchedulingHook:
         shell = self._scheduler.__new__(self._scheduler)
         for name, value in self._shell_attributes(cache.vllm).items():
             setattr(shell, name, value)
+        vllm_request = cache.vllm_request(request)
         args: list[Any] = [
-            cache.vllm_request(request),
+            vllm_request,
             num_computed_tokens,
             num_new_tokens,
             encoder_compute_budget,
@@ -102,6 +118,15 @@ class VllmSchedulingHook:
         if self._api.has("hook_external_loads") and result[3]:
             raise VllmApiError(f"{_HOOK} reported connector loads {result[3]} without a connector")
         duplicates = result[4] if self._api.has("hook_duplicates") else ()
+        recorded: set[str] = getattr(shell, "encoder_cache_mismatch_reqs", set())
+        if vllm_request.request_id in recorded and (
+            (list(to_schedule), new_tokens, list(duplicates)) == ([], 0, [])
+        ):
+            raise EmbedCountMismatchError(
+                f"vLLM rejected request {request.request_id}'s step "
+                "(Scheduler.encoder_cache_mismatch_reqs): an item's identifier is scheduled "
+                "earlier in the step or held with another number of embeddings"
+            )
         return ScheduleDecision(
             encoder_inputs_to_schedule=tuple(int(i) for i in to_schedule),
             num_new_tokens=int(new_tokens),

@@ -20,6 +20,8 @@ class ReleaseAtFirstUse(EncoderCacheManager):
         if input_id not in refs:
             return
         mm_hash = refs.pop(input_id)
+        if not refs:  # (a request with no referenced item keeps nothing: ECM-8 holds)
+            self._refs.pop(request.request_id, None)
         holders = self._cached[mm_hash]
         holders.discard(request.request_id)  # BUG: other items of the request still use it
         if not holders:

@@ -10,7 +10,7 @@ on the model's state plus the implementation's observable state, so the search e
 breadth-first order makes the first violation found one with the shortest path.
 
 * :mod:`.search` — the breadth-first search over any machine (scope-agnostic);
-* :mod:`.ecm` — the encoder cache manager's scope and operations (ECM-1..7);
+* :mod:`.ecm` — the encoder cache manager's scope and operations (ECM-1..9);
 * :mod:`.engine` — the engine loop's scope and operations (SYS-1..10);
 * :mod:`.check` — running both against an adapter, the printed report, and the
   deterministic grading mode (``--exhaustive``).

@@ -1,4 +1,4 @@
-"""The encoder cache manager's exhaustive scope (ECM-1..7).
+"""The encoder cache manager's exhaustive scope (ECM-1..9).
 
 Each scenario is a capacity, sizes for images A, B, C and three requests over them
 (the same image twice in one request, and every image shared across requests). The
@@ -152,6 +152,12 @@ class EcmSpace:
         if machine.plan or model.evicted_since_drain:
             ops.append(Operation("the step ends (allocate planned, drain)", _end_step(False)))
             ops.append(Operation("drain while planned items wait", _end_step(True)))
+        if (
+            machine.resettable
+            and model.sizes
+            and not (machine.plan or machine.duplicates or model.evicted_since_drain)
+        ):  # between steps, as the machine's rule
+            ops.append(Operation("the encoder cache is reset (new weights)", _reset))
         return ops
 
     def key(self, machine: Machine) -> Hashable:
@@ -164,6 +170,7 @@ class EcmSpace:
             # the model drains each of these once unless held: their order and
             # repetitions do not matter to it
             frozenset(model.evicted_since_drain),
+            frozenset(model.may_drain),
             tuple((r.request_id, i) for r, i in machine.plan),
             machine.planned,
             tuple((r.request_id, i) for r, i in machine.duplicates),
@@ -218,6 +225,10 @@ def _free(rid: str) -> Callable[[Machine], None]:
 
 def _all_finish(machine: Machine) -> None:
     machine.all_finish()
+
+
+def _reset(machine: Machine) -> None:
+    machine.reset()
 
 
 def _end_step(drain_only: bool) -> Callable[[Machine], None]:

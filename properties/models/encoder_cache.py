@@ -1,4 +1,4 @@
-"""The trusted model of the encoder cache manager (ECM-1..7), written from SPEC.md alone.
+"""The trusted model of the encoder cache manager (ECM-1..7, ECM-9), written from SPEC.md alone.
 
 It keeps the least state that states the clauses directly:
 
@@ -50,7 +50,7 @@ class Release:
 
 
 class EncoderCacheModel:
-    """A dict-and-OrderedDict model of ``EncoderCacheManager`` (ECM-1..7)."""
+    """A dict-and-OrderedDict model of ``EncoderCacheManager`` (ECM-1..7, ECM-9)."""
 
     def __init__(self, cache_size: int) -> None:
         if cache_size < 0:
@@ -60,6 +60,9 @@ class EncoderCacheModel:
         self.uses: dict[str, dict[int, str]] = {}
         self.freeable: OrderedDict[str, int] = OrderedDict()
         self.evicted_since_drain: list[str] = []
+        #: hashes the next drain may list or not: those evicted or held before a
+        #: ``reset`` (ECM-9: the worker's cache is reset with it, and drops are idempotent)
+        self.may_drain: set[str] = set()
 
     # --- observable state (ECM-1, ECM-2, ECM-3) -----------------------------------------
 
@@ -167,6 +170,15 @@ class EncoderCacheModel:
         for mm_hash in order:
             self.freeable.move_to_end(mm_hash)
 
+    def reset(self) -> None:
+        """ECM-9: no entry held, nothing freeable or referenced; what was evicted or held
+        before may still be drained."""
+        self.may_drain |= set(self.evicted_since_drain) | set(self.sizes)
+        self.sizes.clear()
+        self.uses.clear()
+        self.freeable.clear()
+        self.evicted_since_drain = []
+
     def get_freed_mm_hashes(self) -> list[str]:
         """ECM-7: the hashes evicted since the last drain and not held now (each listed
         once here; an implementation may repeat one)."""
@@ -175,6 +187,7 @@ class EncoderCacheModel:
             if mm_hash not in self.sizes and mm_hash not in drained:
                 drained.append(mm_hash)
         self.evicted_since_drain = []
+        self.may_drain = set()
         return drained
 
     # --- helpers ------------------------------------------------------------------------

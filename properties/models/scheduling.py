@@ -1,4 +1,4 @@
-"""The trusted oracle of the encoder-scheduling hook (SCH-1..8), written from SPEC.md.
+"""The trusted oracle of the encoder-scheduling hook (SCH-1..8, SCH-11), written from SPEC.md.
 
 :func:`expected_decision` walks the request's items in offset order, exactly as the
 clauses read, against the cache *model* (:class:`EncoderCacheModel`, which it updates the
@@ -25,8 +25,13 @@ from spec.types import MultiModalItem, RequestView
 #: here; ``blocked``: neither held nor affordable, the doorstep (SCH-5); ``unreached``:
 #: after a stop; ``duplicate``: its hash is already scheduled in this call (SCH-3);
 #: ``hit``: held, referenced for free (SCH-2); ``scheduled``: encoded whole (SCH-4);
-#: ``no_rows``: affordable, but the window covers none of its rows, and not scheduled.
+#: ``no_rows``: affordable, but the window covers none of its rows, and not scheduled;
+#: ``mismatch``: its hash is scheduled earlier in this call, or held, with another
+#: ``num_embeds``: the call is rejected (SCH-11); ``idle``: the chunk is empty (``new =
+#: 0``): nothing is done for any item (SCH-1).
 Outcome = Literal[
+    "idle",
+    "mismatch",
     "before",
     "after",
     "rolled_back",
@@ -49,8 +54,9 @@ class ExpectedDecision:
     duplicates: list[int] = field(default_factory=list)
     hits: list[int] = field(default_factory=list)
     outcomes: dict[int, Outcome] = field(default_factory=dict)
-    #: ``("doorstep", i)`` (SCH-5), ``("rollback", i)`` (SCH-6), or None: not truncated
-    stop: tuple[Literal["doorstep", "rollback"], int] | None = None
+    #: ``("doorstep", i)`` (SCH-5), ``("rollback", i)`` (SCH-6), ``("mismatch", i)``
+    #: (SCH-11: the call is rejected), or None: not truncated
+    stop: tuple[Literal["doorstep", "rollback", "mismatch"], int] | None = None
     #: SCH-5 with a drafter shift: the doorstep that also keeps the look-ahead out of
     #: the item, ``max(0, offset - computed - s)``, for a runner that cannot fall back
     #: (v0.22.1); None where it is the same as ``num_new_tokens``.
@@ -58,8 +64,13 @@ class ExpectedDecision:
 
 
 def overlaps(item: MultiModalItem, computed: int, new: int, shift: int) -> bool:
-    """SCH: ``offset < computed + new + s`` and ``offset + length > computed``."""
-    return item.mm_position.offset < computed + new + shift and item.mm_position.end > computed
+    """SCH: ``offset < computed + new + s`` and ``offset + length > computed``; with an
+    empty chunk (``new = 0``) nothing overlaps, look-ahead or not (SCH-1)."""
+    return (
+        new > 0
+        and item.mm_position.offset < computed + new + shift
+        and item.mm_position.end > computed
+    )
 
 
 def rows_in_window(item: MultiModalItem, computed: int, window_end: int) -> int:
@@ -95,15 +106,21 @@ def expected_decision(
     disable_chunked_mm_input: bool,
     scheduled_by_impl: Collection[int],
 ) -> ExpectedDecision:
-    """The decision of SCH-1..6 for one call; updates ``cache`` as the hook must."""
+    """The decision of SCH-1..6 and SCH-11 for one call; updates ``cache`` as the hook
+    must. A ``("mismatch", i)`` stop means the call must be rejected (SCH-11)."""
     computed, new, shift = num_computed_tokens, num_new_tokens, shift_computed_tokens
     out = ExpectedDecision(num_new_tokens=new, encoder_compute_budget=encoder_compute_budget)
     window_end = computed + new + shift  # the window as proposed: SCH-1's "overlaps"
-    planned_hashes: set[str] = set()
+    planned_sizes: dict[str, int] = {}  # mm_hash -> num_embeds of the items scheduled here
     planned = 0
     for i, item in enumerate(request.items):
         offset, end, n = item.mm_position.offset, item.mm_position.end, item.num_embeds
-        if end <= computed:
+        h = item.mm_hash
+        # The count this call or the cache already gives the hash (SCH-11).
+        known = planned_sizes.get(h, cache.sizes.get(h))
+        if new == 0:
+            out.outcomes[i] = "idle"  # SCH-1: an empty chunk touches nothing
+        elif end <= computed:
             out.outcomes[i] = "before"
         elif offset >= window_end:
             out.outcomes[i] = "after"
@@ -116,7 +133,10 @@ def expected_decision(
             out.num_new_tokens = rollback_target(request.items, i, computed, shift)
             out.stop = ("rollback", i)
             out.outcomes[i] = "rolled_back"
-        elif item.mm_hash in planned_hashes:
+        elif known is not None and known != n:
+            out.stop = ("mismatch", i)  # SCH-11: the request's step is rejected
+            out.outcomes[i] = "mismatch"
+        elif h in planned_sizes:
             out.duplicates.append(i)  # SCH-3
             out.outcomes[i] = "duplicate"
         elif cache.check_and_update_cache(request, i) is not None:
@@ -136,7 +156,7 @@ def expected_decision(
         else:
             out.scheduled.append(i)  # SCH-4: whole item, budget and cache
             out.outcomes[i] = "scheduled"
-            planned_hashes.add(item.mm_hash)
+            planned_sizes[h] = n
             planned += n
             out.encoder_compute_budget -= n
     return out
