@@ -49,6 +49,10 @@ BATTERY = {
     "first_call_only": r"^HASH-1 — .*gave [0-9a-f]{64} then constant",
     "sleep_once": r"ImplementationDied: timeout: no answer within 2 s",
     "forge_reply": r"ImplementationDied: broke the protocol: a frame may not name a class",
+    # issue 15, defect 7: shared references (x = [x, x], 60 deep) are refused, not followed
+    "memo_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
+    # issue 15, defect 5: a 200 MB reply is refused from its header, not read
+    "huge_reply": r"ImplementationDied: reply too large: \d+ bytes, over the limit of 32 MiB",
 }
 
 
@@ -75,6 +79,28 @@ def test_a_hostile_adapter_gains_nothing_and_the_grader_carries_on(
     assert report.score == 5
     assert "isolation: child process (per call 2 s" in render(report, "text")
     assert not (tmp_path / "pwned").exists()  # forge_reply's pickle never ran
+
+
+def test_numpy_string_scalars_score_as_in_process() -> None:
+    # issue 15, defect 3: a correct hash returned as numpy.str_ is plain data; isolated
+    # and in-process grading agree on it, report for report
+    isolated = _graded("numpy_scalars")
+    in_process = grade(str(HOSTILE / "numpy_scalars.py"), RUBRIC, "ci", reproducers=False)
+    assert isolated.score == in_process.score == 10
+    for name in ("text", "json", "markdown", "junit", "gradescope"):
+        a, b = (_timeless(render(r, name), r) for r in (in_process, isolated))
+        assert a == b, name
+
+
+#: What differs between two runs of one report: timings (as tests/test_isolation.py).
+_VARYING = re.compile(
+    r'( in \d+\.\d s| \d+\.\d s\)|"(execution_time|seconds)": [\d.]+|time="[\d.]+"'
+    r'|timestamp="[^"]+"|_Graded in [\d.]+ s\._)'
+)
+
+
+def _timeless(text: str, report: GradeReport) -> str:
+    return _VARYING.sub("<t>", text.replace(report.isolation, "<isolation>"))
 
 
 def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:

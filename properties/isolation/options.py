@@ -69,6 +69,11 @@ def add_isolation_options(parser: argparse.ArgumentParser, isolated_by_default: 
         help=f"the child's CPU-time limit (RLIMIT_CPU; default {_DEFAULTS.cpu_seconds})",
     )
     group.add_argument(
+        "--reply-limit", type=parse_size, default=_DEFAULTS.reply_bytes, metavar="SIZE",
+        help="the largest reply read from the child; a larger one ends the property as the "
+        "child's failure (default 32MiB)",
+    )
+    group.add_argument(
         "--child-prefix", metavar="WORDS", default=os.environ.get(PREFIX_ENV, ""),
         help="a command prefix for the child, e.g. an OS sandbox or another uid "
         f"(\"sudo -n -C 1000 -u grader\", \"bwrap ...\"); default ${PREFIX_ENV}",
@@ -84,6 +89,7 @@ def limits_from(args: argparse.Namespace) -> Limits | None:
         property_seconds=args.property_timeout,
         memory_bytes=args.memory_limit,
         cpu_seconds=args.cpu_limit,
+        reply_bytes=args.reply_limit,
         child_prefix=tuple(shlex.split(args.child_prefix)),
     )
 

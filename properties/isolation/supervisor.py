@@ -45,6 +45,9 @@ class Limits:
     property_seconds: float = 120.0
     memory_bytes: int = 2 * 1024**3
     cpu_seconds: int = 300
+    #: The largest reply the grader reads from the child (its pickle, in bytes): the
+    #: child's memory limit does not bound what decoding a reply costs the grader.
+    reply_bytes: int = 32 * 1024**2
     #: Words put before the child's command line (an OS sandbox, another uid).
     child_prefix: tuple[str, ...] = ()
 
@@ -53,7 +56,7 @@ class Limits:
         return (
             f"child process (per call {_seconds(self.call_seconds)}, per property "
             f"{_seconds(self.property_seconds)}, memory {size_text(self.memory_bytes)}, "
-            f"CPU {self.cpu_seconds} s{prefix})"
+            f"CPU {self.cpu_seconds} s, replies {size_text(self.reply_bytes)}{prefix})"
         )
 
 
@@ -126,7 +129,7 @@ class Child:
             wire.send(self.sock, message)
             self._set_timeout(deadline)
             header = wire.recv_exact(self.sock, wire.HEADER_SIZE)
-            size = wire.frame_size(header)
+            size = wire.frame_size(header, self.limits.reply_bytes)
             self._set_timeout(deadline)
             payload = wire.recv_exact(self.sock, size)
             return wire.decode_frame(payload)
@@ -134,6 +137,11 @@ class Child:
             self.kill(f"timeout: no answer within {_seconds(timeout)}")
         except (EOFError, ConnectionError, BrokenPipeError):
             self._bury()
+        except wire.FrameTooLarge as e:
+            self.kill(
+                f"reply too large: {e.size} bytes, over the limit of {size_text(e.limit)} "
+                "(--reply-limit)"
+            )
         except wire.WireError as e:
             self.kill(f"broke the protocol: {e}")
         assert self.death is not None
