@@ -23,7 +23,7 @@ from hypothesis import given
 import properties.framework
 import properties.hashing
 import properties.runner
-from properties.grading.formats import render
+from properties.grading.formats import FORMATS, render
 from properties.grading.grade import GradeReport, ItemStatus, grade
 from properties.grading.rubric import load_rubric
 from properties.isolation import IsolatedSession, Limits
@@ -101,6 +101,35 @@ _VARYING = re.compile(
 
 def _timeless(text: str, report: GradeReport) -> str:
     return _VARYING.sub("<t>", text.replace(report.isolation, "<isolation>"))
+
+
+@pytest.mark.parametrize(
+    ("name", "raised", "where", "printed"),
+    [
+        (
+            "factory_generator_exit",
+            "GeneratorExit: the factory gave up",
+            r"factory_generator_exit\.py\", line \d+, in hasher",
+            "factory-output: about to raise GeneratorExit",
+        ),
+        (
+            "import_interrupt",
+            "KeyboardInterrupt: interrupted at import",
+            r"import_interrupt\.py\", line \d+, in <module>",
+            "import-output: about to raise KeyboardInterrupt",
+        ),
+    ],
+)
+def test_a_load_time_crash_is_explained(name: str, raised: str, where: str, printed: str) -> None:
+    # issue 15, defect 8: a BaseException while loading reads as what it is, where it
+    # was raised and what the child printed, not "exited with code 1" / "signal 2"
+    report = _graded(name)
+    assert report.load_error is not None and report.score == 0
+    assert f"loading raised {raised}" in report.load_error, report.load_error
+    assert re.search(where, report.load_error), report.load_error
+    assert printed in report.load_error, report.load_error
+    for format_name in FORMATS:
+        assert render(report, format_name).strip(), format_name
 
 
 def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:

@@ -56,6 +56,8 @@ from spec.adapter import COMPONENTS, Adapter
 
 #: How much of the submission's output a report shows (its tail).
 OUTPUT_SHOWN = 4000
+#: How much of it a load error quotes when the child died while loading the adapter.
+_LOAD_OUTPUT_SHOWN = 1500
 
 #: Components whose arrays are written back (WRK-3: the caller owns a gathered result and
 #: may reuse the encoder outputs it handed over; an implementation that aliases them must
@@ -125,10 +127,10 @@ class IsolatedSession:
             reply = self._child.request(message, self.limits.property_seconds)
         except ChildGone as e:
             failed = f"loading the adapter in the isolated child failed: {e}"
-            raise AdapterLoadError(self.adapter_ref, [failed]) from None
+            raise AdapterLoadError(self.adapter_ref, [failed, *self._load_output()]) from None
         well_formed = isinstance(reply, tuple) and len(reply) == 2
         if well_formed and reply[0] == "load_error" and _strings(reply[1]):
-            raise AdapterLoadError(self.adapter_ref, list(reply[1]))
+            raise AdapterLoadError(self.adapter_ref, [*reply[1], *self._load_output()])
         info = reply[1] if well_formed and reply[0] == "ok" else None
         problem = _info_problem(info)
         if problem:
@@ -136,6 +138,14 @@ class IsolatedSession:
             raise AdapterLoadError(self.adapter_ref, [f"the isolated child {problem}"])
         assert isinstance(info, dict)
         return info
+
+    def _load_output(self) -> list[str]:
+        """What the child printed while loading (often the why: a traceback), as a
+        problem of its own, or nothing."""
+        output = self.submission_output().strip()
+        if not output:
+            return []
+        return [f"its output while loading ends:\n{output[-_LOAD_OUTPUT_SHOWN:]}"]
 
     def _loaded(self, info: dict[str, Any]) -> LoadedAdapter:
         factories = {c: ProxyFactory(self, c, "adapter") for c in info["provided"]}
