@@ -53,6 +53,10 @@ BATTERY = {
     "memo_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
     # issue 15, defect 5: a 200 MB reply is refused from its header, not read
     "huge_reply": r"ImplementationDied: reply too large: \d+ bytes, over the limit of 32 MiB",
+    # issue 15, defects 2, 4, 6: text from the child, made safe and cut in the report
+    "lone_surrogate": r"^HASH-2 — .*hashed equal: constant \\ud800$",
+    "terminal_escapes": r"^HASH-2 — .*hashed equal: constant\\x1b\[2J\\x1b\[H",
+    "huge_value": r"^HASH-2 — .*: (0123456789abcdef){12}\S{8}\.\.\.\[4194304 characters in all",
 }
 
 
@@ -101,6 +105,54 @@ _VARYING = re.compile(
 
 def _timeless(text: str, report: GradeReport) -> str:
     return _VARYING.sub("<t>", text.replace(report.isolation, "<isolation>"))
+
+
+#: C0/C1 controls but newline and tab, DEL, and lone surrogates: never in a report.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+@pytest.mark.parametrize("name", ["lone_surrogate", "terminal_escapes", "huge_value"])
+def test_text_from_the_child_is_safe_and_short_in_every_format(name: str) -> None:
+    # issue 15, defects 2, 4, 6: a lone surrogate crashed every writer but JUnit's, ESC
+    # sequences repainted the terminal, a 4 MB hash was copied into each quote of it;
+    # with reproducers built and verified (they quote the value too)
+    report = grade(str(HOSTILE / f"{name}.py"), RUBRIC, "ci", isolation=LIMITS)
+    hashing, expansion = report.items
+    assert (hashing.score, expansion.score) == (0, 5)
+    assert any(f.reproducer and f.reproducer.verification for f in hashing.failures)
+    for format_name in FORMATS:
+        text = render(report, format_name)
+        assert text.strip() and text.encode("utf-8"), format_name
+        assert not _UNSAFE.search(text), (format_name, _UNSAFE.search(text))
+        assert len(text) < 64 * 1024, (format_name, len(text))
+    assert not _UNSAFE.search(report.submission_output)
+
+
+@pytest.mark.parametrize("name", ["lone_surrogate", "terminal_escapes"])
+def test_the_command_line_writes_the_report_and_escapes_the_output(
+    name: str, tmp_path: Path
+) -> None:
+    # issue 15, defects 2 and 4: the grader exited 2 with an empty --out in four formats;
+    # the submission output on stderr repainted the terminal
+    out = tmp_path / "results.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "properties", "grade", str(HOSTILE / f"{name}.py"),
+            "--rubric", str(HOSTILE / "rubric.toml"), "--profile", "ci", "--format",
+            "gradescope", "--out", str(out), "--quiet", "--call-timeout", "2",
+        ],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["score"] == 5
+    assert not _UNSAFE.search(done.stderr)  # the submission output, escaped
+    if name == "terminal_escapes":
+        assert "\\x1b[2J\\x1b[H\\x1b[32mscore: 10/10" in done.stderr
 
 
 @pytest.mark.parametrize(

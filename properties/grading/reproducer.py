@@ -52,6 +52,7 @@ from properties.grading.recording import (
     var_of,
 )
 from properties.grading.replay_runtime import THE_RUN, normal
+from properties.grading.report_text import printable
 from properties.isolation.supervisor import Limits, describe_exit
 from spec.adapter import Adapter
 
@@ -668,7 +669,9 @@ def verify_script(
             try:
                 assert process.stdin is not None
                 try:
-                    process.stdin.write(script.encode("utf-8"))
+                    # as the report will show it: controls and lone surrogates escaped
+                    # (in a string literal the escape means the same character)
+                    process.stdin.write(printable(script).encode("utf-8"))
                     process.stdin.close()
                 except BrokenPipeError:
                     pass
