@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +276,32 @@ def test_the_cpu_and_per_property_limits(name: str, limits: Limits, reason: str)
     hashing, expansion = report.items
     assert hashing.score == 0 and re.search(reason, hashing.summary), hashing.summary
     assert expansion.score == 5, expansion.summary
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.parametrize(
+    ("name", "status"), [("lying_str", 0), ("mutate_inputs", 0), ("import_interrupt", 2)]
+)
+def test_make_grade_exits_2_only_when_the_adapter_cannot_be_used(
+    name: str, status: int, tmp_path: Path
+) -> None:
+    # issue 15, defect 9: make turned the grader's 1 (points lost) into its own 2, which
+    # the docs reserve for "the adapter cannot be used"; make cannot exit 1, so a graded
+    # adapter is 0 whatever its score (the score is in the report) and 2 stays 2
+    venv = Path(sys.prefix)
+    done = subprocess.run(
+        [
+            "make", "-s", "-o", f"{venv}/.installed", "grade", f"VENV={venv}",
+            f"ADAPTER={HOSTILE / f'{name}.py'}", f"RUBRIC={HOSTILE / 'rubric.toml'}",
+            "GRADE_PROFILE=ci", f"REPRODUCERS={tmp_path}", "GRADE_FLAGS=--no-reproducers --quiet",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == status, done.stderr
+    assert "mmspec grade:" in done.stdout
+    lost = "graded, points lost (the grader exited 1; make exits 0)" in done.stderr
+    assert lost == (name == "lying_str"), done.stderr
