@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import hypothesis
@@ -154,6 +155,21 @@ def test_the_command_line_writes_the_report_and_escapes_the_output(
     assert not _UNSAFE.search(done.stderr)  # the submission output, escaped
     if name == "terminal_escapes":
         assert "\\x1b[2J\\x1b[H\\x1b[32mscore: 10/10" in done.stderr
+
+
+def test_nothing_the_submission_starts_outlives_grading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 15, defect 1: the reproducer's run, like the child, is contained: a grandchild
+    # in a session of its own (out of reach of the process-group kill) is killed with it
+    monkeypatch.setenv("MMSPEC_HOSTILE_MARKER", str(tmp_path))
+    report = grade(str(HOSTILE / "reproducer_escape.py"), RUBRIC, "ci", isolation=LIMITS)
+    hashing, expansion = report.items
+    assert (hashing.score, expansion.score) == (0, 5)
+    verified = [f.reproducer.verification for f in hashing.failures if f.reproducer]
+    assert verified and all(v is not None and v.reproduces for v in verified)
+    time.sleep(4)  # the grandchildren would have written by now
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -53,7 +52,7 @@ from properties.grading.recording import (
 )
 from properties.grading.replay_runtime import THE_RUN, normal
 from properties.grading.report_text import printable
-from properties.isolation.supervisor import Limits, describe_exit
+from properties.isolation.supervisor import Limits, bury, contained, describe_exit
 from spec.adapter import Adapter
 
 _RUNTIME_PATH = Path(__file__).with_name("replay_runtime.py")
@@ -642,15 +641,17 @@ def verify_script(
     (bounded and escaped in what is returned)."""
     limits = limits or Limits()
     seconds = limits.property_seconds if timeout is None else timeout
-    command = [
-        *limits.child_prefix,
-        sys.executable,
-        "-c",
-        _BOOT,
-        str(limits.memory_bytes),
-        str(limits.cpu_seconds),
-        filename,
-    ]
+    command = contained(
+        [
+            *limits.child_prefix,
+            sys.executable,
+            "-c",
+            _BOOT,
+            str(limits.memory_bytes),
+            str(limits.cpu_seconds),
+            filename,
+        ]
+    )
     env = dict(os.environ, MMSPEC_HOME=str(_CHECKOUT_ROOT), PYTHONHASHSEED="0")
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[name] = "1"
@@ -680,24 +681,9 @@ def verify_script(
                 timed_out = True
                 code = -1
             finally:
-                _bury(process)
+                bury(process)  # the reaper's: whatever it started, in any session
             stdout, stderr = _tail(out), _tail(err)
     return _judge(code, timed_out, seconds, stdout, stderr, limits)
-
-
-def _bury(process: subprocess.Popen[bytes]) -> None:
-    """Kill the script's process group (whatever it started goes with it), and wait."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            process.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 _STEP_DONE = re.compile(r"^step (\d+): ", re.MULTILINE)

@@ -84,15 +84,17 @@ class Child:
         self.death: str | None = None
         ours, theirs = socket.socketpair()
         self.sock = ours
-        command = [
-            *limits.child_prefix,
-            sys.executable,
-            "-m",
-            "properties.isolation.child",
-            str(theirs.fileno()),
-            str(limits.memory_bytes),
-            str(limits.cpu_seconds),
-        ]
+        command = contained(
+            [
+                *limits.child_prefix,
+                sys.executable,
+                "-m",
+                "properties.isolation.child",
+                str(theirs.fileno()),
+                str(limits.memory_bytes),
+                str(limits.cpu_seconds),
+            ]
+        )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(_ROOT), *filter(None, [env.get("PYTHONPATH")])]
@@ -160,19 +162,7 @@ class Child:
             self.death = reason
 
     def _terminate(self) -> None:
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                # behind a prefix (another uid) the prefix must relay the signal
-                try:
-                    self.process.kill()
-                except (ProcessLookupError, PermissionError):
-                    pass
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        bury(self.process)
         self.sock.close()
 
     def _bury(self) -> None:
@@ -187,8 +177,11 @@ class Child:
 
     def cpu_seconds_used(self) -> float | None:
         """The child's CPU time so far (Linux /proc), or None where unknown."""
+        reaper = self.process.pid
         try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            below = Path(f"/proc/{reaper}/task/{reaper}/children").read_text().split()
+            pid = int(below[0]) if below else reaper  # the command the reaper runs
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             ticks = int(fields[11]) + int(fields[12])
         except (OSError, IndexError, ValueError):
             return None
@@ -204,6 +197,44 @@ class Child:
                 pass
             self.death = "closed by the grader"
         self._terminate()
+
+
+#: Runs a command and kills whatever it leaves behind (a script: stdlib only).
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+def contained(command: list[str]) -> list[str]:
+    """``command`` run under the reaper (:mod:`.reaper`): started with
+    ``start_new_session=True`` and ended with :func:`bury`, nothing it starts, in any
+    session, outlives it."""
+    return [sys.executable, "-I", str(REAPER), *command]
+
+
+def bury(process: subprocess.Popen[bytes]) -> None:
+    """End a :func:`contained` process and everything below it, and wait: the reaper
+    is asked (SIGTERM: it kills every descendant, then exits as its command did); its
+    process group is killed outright if it does not answer (a reaper the code under
+    test killed or stopped)."""
+    if process.poll() is None:
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=_REAPER_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+#: How long the reaper has to clean up before its process group is killed outright.
+_REAPER_SECONDS = 8.0
 
 
 def describe_exit(code: int, limits: Limits) -> str:
