@@ -52,7 +52,7 @@ from properties.grading.recording import (
 )
 from properties.grading.replay_runtime import THE_RUN, normal
 from properties.grading.report_text import printable
-from properties.isolation.supervisor import Limits, bury, contained, describe_exit
+from properties.isolation.supervisor import Limits, describe_exit
 from spec.adapter import Adapter
 
 _RUNTIME_PATH = Path(__file__).with_name("replay_runtime.py")
@@ -641,9 +641,8 @@ def verify_script(
     (bounded and escaped in what is returned)."""
     limits = limits or Limits()
     seconds = limits.property_seconds if timeout is None else timeout
-    command = contained(
+    command = limits.command(
         [
-            *limits.child_prefix,
             sys.executable,
             "-c",
             _BOOT,
@@ -681,7 +680,7 @@ def verify_script(
                 timed_out = True
                 code = -1
             finally:
-                bury(process)  # the reaper's: whatever it started, in any session
+                limits.bury(process)  # whatever it started, in any session
             stdout, stderr = _tail(out), _tail(err)
     return _judge(code, timed_out, seconds, stdout, stderr, limits)
 

@@ -81,7 +81,8 @@ def _exit_as(status: int) -> None:
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # those cannot be handled
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
         os._exit(128 + number)  # a signal that does not end a process
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from properties.isolation import wire
+from properties.isolation.sandbox import SandboxUser, kill_user_processes
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,9 +51,26 @@ class Limits:
     reply_bytes: int = 32 * 1024**2
     #: Words put before the child's command line (an OS sandbox, another uid).
     child_prefix: tuple[str, ...] = ()
+    #: The unprivileged user the child runs as (:mod:`.sandbox`); None: the grader's.
+    sandbox: SandboxUser | None = None
+
+    def command(self, words: list[str]) -> list[str]:
+        """The command line that runs ``words`` (a Python command) as the child: under
+        the reaper, as the sandbox user, behind the prefix."""
+        user = self.sandbox.prefix() if self.sandbox is not None else ()
+        return contained([*user, *self.child_prefix, *words])
+
+    def bury(self, process: subprocess.Popen[bytes]) -> None:
+        """End a child started with :meth:`command`, everything below it, and every
+        process of the sandbox user."""
+        bury(process)
+        if self.sandbox is not None:
+            kill_user_processes(self.sandbox.uid)
 
     def describe(self) -> str:
         prefix = f", child prefix {' '.join(self.child_prefix)!r}" if self.child_prefix else ""
+        if self.sandbox is not None:
+            prefix = f", as user {self.sandbox.name}{prefix}"
         return (
             f"child process (per call {_seconds(self.call_seconds)}, per property "
             f"{_seconds(self.property_seconds)}, memory {size_text(self.memory_bytes)}, "
@@ -84,9 +102,8 @@ class Child:
         self.death: str | None = None
         ours, theirs = socket.socketpair()
         self.sock = ours
-        command = contained(
+        command = limits.command(
             [
-                *limits.child_prefix,
                 sys.executable,
                 "-m",
                 "properties.isolation.child",
@@ -162,7 +179,7 @@ class Child:
             self.death = reason
 
     def _terminate(self) -> None:
-        bury(self.process)
+        self.limits.bury(self.process)
         self.sock.close()
 
     def _bury(self) -> None:
@@ -172,6 +189,7 @@ class Child:
         except subprocess.TimeoutExpired:
             self.kill("closed the pipe but did not exit")
             return
+        self.limits.bury(self.process)  # what it left behind
         self.sock.close()
         self.death = describe_exit(code, self.limits)
 
