@@ -84,6 +84,8 @@ def test_a_hostile_adapter_gains_nothing_and_the_grader_carries_on(
     assert expansion.status is ItemStatus.PASSED and expansion.score == 5, expansion.summary
     assert report.score == 5
     assert "isolation: child process (per call 2 s" in render(report, "text")
+    for format_name in FORMATS:  # a report in every format, whatever the child did
+        assert render(report, format_name).strip(), format_name
     assert not (tmp_path / "pwned").exists()  # forge_reply's pickle never ran
 
 
