@@ -69,3 +69,27 @@ PYTHON
 
 echo "$PY" > "$SOURCE/.mmspec-python"
 echo "setup.sh: grading with $("$PY" --version) at $PY"
+
+# The sandbox (docs/grading.md, "Isolation"): the submission runs as an unprivileged user
+# of its own (util-linux setpriv, in every Debian and Ubuntu image), which may not read
+# the rubric or grading.env (a secret seed), nor signal the grader; every process of that
+# user is killed when grading ends. MMSPEC_SANDBOX=none opts out (trusted code only).
+SANDBOX_USER="${MMSPEC_SANDBOX_USER:-mmspec-grader}"
+rm -f "$SOURCE/.mmspec-sandbox-user"
+if [ "${MMSPEC_SANDBOX:-user}" = "none" ]; then
+  echo "setup.sh: no sandbox (MMSPEC_SANDBOX=none): the submission runs as $(id -un)"
+elif [ "$(id -u)" != 0 ]; then
+  echo "setup.sh: no sandbox: creating its user needs root (Gradescope runs this as root)" >&2
+else
+  command -v setpriv >/dev/null || { echo "setup.sh: setpriv (util-linux) is missing" >&2; exit 1; }
+  if ! id -u "$SANDBOX_USER" >/dev/null 2>&1; then
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+      "$SANDBOX_USER"
+  fi
+  [ "$(id -u "$SANDBOX_USER")" != 0 ] || { echo "setup.sh: $SANDBOX_USER is root" >&2; exit 1; }
+  # what decides the grade is root's alone; the grader's code stays readable
+  chmod 600 "$SOURCE/grading.env"
+  chmod -R go-rwx "$SOURCE/rubrics"
+  echo "$SANDBOX_USER" > "$SOURCE/.mmspec-sandbox-user"
+  echo "setup.sh: the submission will run as $SANDBOX_USER (uid $(id -u "$SANDBOX_USER"))"
+fi

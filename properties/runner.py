@@ -633,11 +633,15 @@ def _run_if_provided(
             Verdict.NOT_PROVIDED,
             detail=f"no implementation provides {', '.join(nobody)}",
         )
+    # Probed first, inside the property's fresh time allowance (isolated, the probe
+    # builds a component in the child); a probe that raises lacks the capability.
+    lacking = [
+        (clause, why) for clause, probe in spec.capabilities if (why := _probed(probe, parts))
+    ]
     result = run_property(
         spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
         transform=transform, set_aside=set_aside, per_clause=per_clause,
     )
-    lacking = [(clause, why) for clause, probe in spec.capabilities if (why := probe(parts))]
     if not lacking:
         return result
     return dataclasses.replace(
@@ -647,6 +651,14 @@ def _run_if_provided(
             f"; {result.detail}" if result.detail else ""
         ),
     )
+
+
+def _probed(probe: Callable[[Parts], str | None], parts: Parts) -> str | None:
+    """The probe's answer; an exception while probing is why the capability is lacking."""
+    try:
+        return probe(parts)
+    except Exception as e:  # noqa: BLE001 - reported as the reason, not raised
+        return f"probing for it raised {type(e).__name__}: {e}"
 
 
 def _row(

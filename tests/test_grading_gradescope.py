@@ -13,9 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,16 @@ SECRET = 8675309
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
     return make_bundle.build(out, profile="ci", seed=SECRET)
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A folder every user may traverse (pytest's own are root's alone): as root,
+    setup.sh sets up the sandbox user, who must read the grader and the submission."""
+    folder = Path(tempfile.mkdtemp(prefix="mmspec-autograder-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _autograder(tmp_path: Path, bundle: Path, submission: dict[str, str]) -> Path:
@@ -106,7 +120,7 @@ def test_the_bundle_is_reproducible(bundle: Path, tmp_path: Path) -> None:
 
 
 def test_a_buggy_submission_is_graded_with_its_counterexample(
-    bundle: Path, tmp_path: Path
+    bundle: Path, scratch: Path
 ) -> None:
     # A submission: the adapter (the template's role) and a module of the student's own.
     adapter = _zoo("hash_by_length").replace(
@@ -114,7 +128,7 @@ def test_a_buggy_submission_is_graded_with_its_counterexample(
     )
     assert "my_build" in adapter
     root = _autograder(
-        tmp_path,
+        scratch,
         bundle,
         {
             "adapter.py": adapter,
@@ -140,16 +154,16 @@ def test_a_buggy_submission_is_graded_with_its_counterexample(
 
 
 def test_a_submission_without_an_adapter_gets_a_result_that_says_so(
-    bundle: Path, tmp_path: Path
+    bundle: Path, scratch: Path
 ) -> None:
-    root = _autograder(tmp_path, bundle, {"README.txt": "forgot it"})
+    root = _autograder(scratch, bundle, {"README.txt": "forgot it"})
     results = _run(root)
     assert results["score"] == 0 and "No adapter.py in your submission" in results["output"]
 
 
-def test_the_unfilled_template_scores_zero(bundle: Path, tmp_path: Path) -> None:
+def test_the_unfilled_template_scores_zero(bundle: Path, scratch: Path) -> None:
     template = (ROOT / "adapters" / "template" / "adapter.py").read_text()
-    root = _autograder(tmp_path, bundle, {"adapter.py": template})
+    root = _autograder(scratch, bundle, {"adapter.py": template})
     results = _run(root)
     assert results["score"] == 0
     assert all(t["status"] == "failed" and "not provided" in t["output"]
@@ -168,3 +182,41 @@ def test_setup_refuses_an_unsupported_or_unpinned_python(bundle: Path, tmp_path:
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert done.returncode != 0 and "numpy: need 0.0." in done.stderr
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="the bundle's sandbox is set up by root (as on Gradescope), with setpriv",
+)
+def test_with_the_default_setup_a_submission_cannot_reach_the_grader(
+    bundle: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 15: built and set up as Gradescope does, as root, the bundle runs the
+    # submission as its own user: it cannot read grading.env (the secret seed) or the
+    # rubric, find the seed on a command line, signal or prlimit the grader, or change
+    # results.json, during grading or after it
+    marker = scratch / "marker"
+    marker.mkdir()
+    marker.chmod(0o1777)
+    hostile = (FIXTURES / "hostile" / "sandbox_escape.py").read_text()
+    root = _autograder(scratch, bundle, {"adapter.py": hostile})
+    assert (root / "source" / ".mmspec-sandbox-user").read_text().strip() == "mmspec-grader"
+    monkeypatch.setenv("MMSPEC_HOSTILE_MARKER", str(marker))
+    results = _run(root)
+    written = (root / "results" / "results.json").read_bytes()
+    time.sleep(3)  # the late writer, had it survived, would have written by now
+    assert (root / "results" / "results.json").read_bytes() == written
+    tests = {t["name"]: t for t in results["tests"]}
+    assert tests["Done 2: cache sharing by content"]["score"] == 0
+    assert 0 < results["score"] < sum(t["max_score"] for t in results["tests"])
+    lines = (marker / "attempts.jsonl").read_text().splitlines()
+    attempts = [json.loads(line) for line in lines]
+    assert attempts, "the submission ran"
+    by_what = {a["what"]: a for a in attempts}
+    for what in ("read grading.env", "read the rubric", "write results.json"):
+        assert not by_what[what]["done"] and "PermissionError" in by_what[what]["got"], what
+    assert str(SECRET) not in by_what["seed on a command line"]["got"]
+    signals = [a for a in attempts if a["what"].startswith(("SIGSTOP", "prlimit"))]
+    assert signals and not [a for a in signals if a["done"]], signals
+    late = [a for a in attempts if a["what"] == "late write of results.json"]
+    assert not [a for a in late if a["done"]], late

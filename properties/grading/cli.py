@@ -56,6 +56,12 @@ def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         "default: a different, equally repeatable run (an instructor's secret seed)",
     )
     parser.add_argument(
+        "--seed-file",
+        metavar="FILE",
+        help="read the seed from FILE: a secret seed stays off the command line, which "
+        "any process on the machine may read (/proc/PID/cmdline)",
+    )
+    parser.add_argument(
         "--hide-seed",
         action="store_true",
         help=f"write --seed {'SECRET'} instead of the seed in the report's commands",
@@ -93,7 +99,9 @@ def _clone_mode(args: argparse.Namespace) -> CloneMode:
 def run_grade(args: argparse.Namespace) -> int:
     try:
         rubric = load_rubric(args.rubric)
-    except RubricError as e:
+        if args.seed_file:
+            args.seed = _read_seed(args.seed_file)
+    except (RubricError, ValueError, OSError) as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
 
@@ -132,6 +140,15 @@ def run_grade(args: argparse.Namespace) -> int:
         print(report.load_error, file=sys.stderr)
         return EXIT_USAGE
     return EXIT_FULL_MARKS if report.score == report.max_score else EXIT_POINTS_LOST
+
+
+def _read_seed(path: str) -> int | None:
+    """The seed in ``path`` (an integer; an empty file: none)."""
+    text = Path(path).read_text(encoding="utf-8").strip()
+    try:
+        return int(text) if text else None
+    except ValueError:
+        raise ValueError(f"--seed-file {path}: not an integer seed") from None
 
 
 def _write(text: str, out: str | None) -> None:

@@ -35,6 +35,7 @@ from properties.exhaustive.check import Exhaustive
 from properties.framework import EXPLICIT_EXAMPLES, each_example
 from properties.grading.counterexample import narration, numbered, parse_blob
 from properties.grading.recording import recording_parts
+from properties.grading.report_text import quoted, safe_report
 from properties.grading.reproducer import (
     Reproducer,
     ScriptContext,
@@ -207,7 +208,7 @@ def grade(
         unloadable = _unloadable(
             adapter_ref, rubric, items, profile, seed, hide_seed, str(e), started
         )
-        return replace(unloadable, isolation=_isolation_text(isolation))
+        return safe_report(replace(unloadable, isolation=_isolation_text(isolation)))
     try:
         report = _graded(
             adapter_ref, rubric, items, loaded, profile, seed, hide_seed, session,
@@ -218,8 +219,10 @@ def grade(
             output = session.submission_output()
             session.close()
     if session is None:
-        return report
-    return replace(report, isolation=_isolation_text(isolation), submission_output=output)
+        return safe_report(report)
+    return safe_report(
+        replace(report, isolation=_isolation_text(isolation), submission_output=output)
+    )
 
 
 def _isolation_text(isolation: Limits | None) -> str:
@@ -643,7 +646,7 @@ def _with_reproducer(
         clause_id=detail.clause,
         clause_title=detail.clause_title,
         statement=detail.statement,
-        message=detail.message,
+        message=quoted(detail.message),  # the script's header quotes it: cut, safe
         adapter_ref=context.adapter_ref,
         command=detail.replay_command,
         isolated=context.session is not None,

@@ -32,7 +32,6 @@ import copy
 import dataclasses
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +58,7 @@ from properties.grading.recording import (
     var_of,
 )
 from properties.grading.replay_runtime import THE_RUN, Labels, graded_form, normal
+from properties.grading.report_text import printable
 from properties.isolation.supervisor import Limits, describe_exit
 from spec.adapter import Adapter
 
@@ -900,15 +900,16 @@ def verify_script(
     (bounded and escaped in what is returned)."""
     limits = limits or Limits()
     seconds = limits.property_seconds if timeout is None else timeout
-    command = [
-        *limits.child_prefix,
-        sys.executable,
-        "-c",
-        _BOOT,
-        str(limits.memory_bytes),
-        str(limits.cpu_seconds),
-        filename,
-    ]
+    command = limits.command(
+        [
+            sys.executable,
+            "-c",
+            _BOOT,
+            str(limits.memory_bytes),
+            str(limits.cpu_seconds),
+            filename,
+        ]
+    )
     env = dict(os.environ, MMSPEC_HOME=str(_CHECKOUT_ROOT), PYTHONHASHSEED="0")
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[name] = "1"
@@ -927,7 +928,9 @@ def verify_script(
             try:
                 assert process.stdin is not None
                 try:
-                    process.stdin.write(script.encode("utf-8"))
+                    # as the report will show it: controls and lone surrogates escaped
+                    # (in a string literal the escape means the same character)
+                    process.stdin.write(printable(script).encode("utf-8"))
                     process.stdin.close()
                 except BrokenPipeError:
                     pass
@@ -936,24 +939,9 @@ def verify_script(
                 timed_out = True
                 code = -1
             finally:
-                _bury(process)
+                limits.bury(process)  # whatever it started, in any session
             stdout, stderr = _tail(out), _tail(err)
     return _judge(code, timed_out, seconds, stdout, stderr, limits)
-
-
-def _bury(process: subprocess.Popen[bytes]) -> None:
-    """Kill the script's process group (whatever it started goes with it), and wait."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            process.kill()
-        except (ProcessLookupError, PermissionError):
-            pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 _STEP_DONE = re.compile(r"^step (\d+): ", re.MULTILINE)

@@ -113,6 +113,10 @@ class _Child:
             self.fallback = load_adapter(fallback_ref).adapter if fallback_ref else None
         except AdapterLoadError as e:
             return ("load_error", list(e.problems))
+        except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt, GeneratorExit, ...
+            # the loader lets BaseExceptions through (in process they are the grader's):
+            # here they are the submission's, and explained like any other load problem
+            return ("load_error", [f"loading raised {_traceback_text(e)}"])
         self.adapter = loaded.adapter
         info = {
             "name": loaded.adapter.name,
@@ -221,6 +225,26 @@ def _raised(error: BaseException) -> tuple[Any, ...]:
     except BaseException:  # noqa: BLE001 - a __str__ that raises
         message = "(its message could not be read)"
     return ("raise", name, message, _location(error), is_spec)
+
+
+def _traceback_text(error: BaseException) -> str:
+    """``Type: message``, then the innermost frames of the code under test (the
+    grader's and importlib's own frames left out)."""
+    try:
+        message = str(error)
+    except BaseException:  # noqa: BLE001 - a __str__ that raises
+        message = "(its message could not be read)"
+    frames = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith(("<frozen", str(_ROOT / "properties")))
+    ]
+    shown = traceback.format_list(frames[-_TRACEBACK_FRAMES:])
+    return f"{type(error).__name__}: {message}" + ("\n" + "".join(shown).rstrip() if shown else "")
+
+
+#: How many frames of a load-time traceback the report shows (the innermost).
+_TRACEBACK_FRAMES = 4
 
 
 def _location(error: BaseException) -> str:

@@ -9,6 +9,7 @@ import shlex
 import sys
 from collections.abc import Callable
 
+from properties.isolation.sandbox import USER_ENV, sandbox_user
 from properties.isolation.supervisor import PREFIX_ENV, Limits
 
 _DEFAULTS = Limits()
@@ -69,6 +70,17 @@ def add_isolation_options(parser: argparse.ArgumentParser, isolated_by_default: 
         help=f"the child's CPU-time limit (RLIMIT_CPU; default {_DEFAULTS.cpu_seconds})",
     )
     group.add_argument(
+        "--reply-limit", type=parse_size, default=_DEFAULTS.reply_bytes, metavar="SIZE",
+        help="the largest reply read from the child; a larger one ends the property as the "
+        "child's failure (default 32MiB)",
+    )
+    group.add_argument(
+        "--sandbox-user", metavar="NAME", default=os.environ.get(USER_ENV) or None,
+        help="run the child as this unprivileged user (the grader must be root; "
+        "gradescope/setup.sh creates mmspec-grader), and kill every process of that user "
+        f"when a child ends; default ${USER_ENV}",
+    )
+    group.add_argument(
         "--child-prefix", metavar="WORDS", default=os.environ.get(PREFIX_ENV, ""),
         help="a command prefix for the child, e.g. an OS sandbox or another uid "
         f"(\"sudo -n -C 1000 -u grader\", \"bwrap ...\"); default ${PREFIX_ENV}",
@@ -76,7 +88,8 @@ def add_isolation_options(parser: argparse.ArgumentParser, isolated_by_default: 
 
 
 def limits_from(args: argparse.Namespace) -> Limits | None:
-    """The limits the command line asks for, or None to run in process."""
+    """The limits the command line asks for, or None to run in process; raises
+    :class:`~properties.isolation.sandbox.SandboxError` for an unusable sandbox user."""
     if getattr(args, "in_process", False) or not getattr(args, "isolate", True):
         return None
     return Limits(
@@ -84,7 +97,9 @@ def limits_from(args: argparse.Namespace) -> Limits | None:
         property_seconds=args.property_timeout,
         memory_bytes=args.memory_limit,
         cpu_seconds=args.cpu_limit,
+        reply_bytes=args.reply_limit,
         child_prefix=tuple(shlex.split(args.child_prefix)),
+        sandbox=sandbox_user(args.sandbox_user) if args.sandbox_user else None,
     )
 
 

@@ -165,13 +165,25 @@ def _short(value: object) -> str:
 # --- the proxies ----------------------------------------------------------------------------
 
 
+#: Checks a decoded result (raises :class:`BadReturnValue`); run on the session's clock.
+Check = Callable[[Any], None]
+
+
 class Channel(typing.Protocol):
-    """What a proxy needs of the session that owns its child."""
+    """What a proxy needs of the session that owns its child. ``check`` runs on the
+    decoded result inside the property's time limit: decoding and checking a reply is
+    time the child made the grader spend."""
 
-    def call(self, proxy: Proxy, member: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        ...
+    def call(
+        self,
+        proxy: Proxy,
+        member: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        check: Check,
+    ) -> Any: ...
 
-    def get(self, proxy: Proxy, member: str) -> Any: ...
+    def get(self, proxy: Proxy, member: str, check: Check) -> Any: ...
 
     def drop(self, proxy: Proxy) -> None: ...
 
@@ -227,16 +239,17 @@ def _member(protocol: type, name: str, declared: Callable[..., Any] | property) 
     if isinstance(declared, property):
 
         def read(self: Proxy) -> Any:
-            value = self._channel.get(self, name)
-            conforms(value, _hints(protocol, name), where)
-            return value
+            return self._channel.get(
+                self, name, lambda value: conforms(value, _hints(protocol, name), where)
+            )
 
         return property(read, doc=declared.__doc__)
 
     def method(self: Proxy, *args: Any, **kwargs: Any) -> Any:
-        value = self._channel.call(self, name, args, kwargs)
-        conforms(value, _hints(protocol, name), f"{where}(...)")
-        return value
+        def check(value: Any) -> None:
+            conforms(value, _hints(protocol, name), f"{where}(...)")
+
+        return self._channel.call(self, name, args, kwargs, check)
 
     method.__name__ = name
     method.__doc__ = declared.__doc__

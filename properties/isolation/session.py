@@ -37,6 +37,7 @@ from properties.isolation import wire
 from properties.isolation.extensions import extension_protocols
 from properties.isolation.proxy import (
     BadReturnValue,
+    Check,
     ImplementationDied,
     Proxy,
     proxy_class,
@@ -55,6 +56,8 @@ from spec.adapter import COMPONENTS, Adapter
 
 #: How much of the submission's output a report shows (its tail).
 OUTPUT_SHOWN = 4000
+#: How much of it a load error quotes when the child died while loading the adapter.
+_LOAD_OUTPUT_SHOWN = 1500
 
 #: Components whose arrays are written back (WRK-3: the caller owns a gathered result and
 #: may reuse the encoder outputs it handed over; an implementation that aliases them must
@@ -124,10 +127,10 @@ class IsolatedSession:
             reply = self._child.request(message, self.limits.property_seconds)
         except ChildGone as e:
             failed = f"loading the adapter in the isolated child failed: {e}"
-            raise AdapterLoadError(self.adapter_ref, [failed]) from None
+            raise AdapterLoadError(self.adapter_ref, [failed, *self._load_output()]) from None
         well_formed = isinstance(reply, tuple) and len(reply) == 2
         if well_formed and reply[0] == "load_error" and _strings(reply[1]):
-            raise AdapterLoadError(self.adapter_ref, list(reply[1]))
+            raise AdapterLoadError(self.adapter_ref, [*reply[1], *self._load_output()])
         info = reply[1] if well_formed and reply[0] == "ok" else None
         problem = _info_problem(info)
         if problem:
@@ -135,6 +138,14 @@ class IsolatedSession:
             raise AdapterLoadError(self.adapter_ref, [f"the isolated child {problem}"])
         assert isinstance(info, dict)
         return info
+
+    def _load_output(self) -> list[str]:
+        """What the child printed while loading (often the why: a traceback), as a
+        problem of its own, or nothing."""
+        output = self.submission_output().strip()
+        if not output:
+            return []
+        return [f"its output while loading ends:\n{output[-_LOAD_OUTPUT_SHOWN:]}"]
 
     def _loaded(self, info: dict[str, Any]) -> LoadedAdapter:
         factories: dict[str, Any] = {c: ProxyFactory(self, c, "adapter") for c in info["provided"]}
@@ -233,7 +244,14 @@ class IsolatedSession:
         self._remember(proxy, raw)
         return proxy
 
-    def call(self, proxy: Proxy, member: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(
+        self,
+        proxy: Proxy,
+        member: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        check: Check | None = None,
+    ) -> Any:
         self._current(proxy)
         track = proxy._component in WRITE_BACK
         writes = self._writes() if track else []
@@ -244,7 +262,7 @@ class IsolatedSession:
             "call", proxy._handle, member, args_data, kwargs_data, writes, track
         )
         self._remember(proxy, raw)
-        return self._decoded(raw, self._keep if track else None)
+        return self._decoded(raw, self._keep if track else None, check)
 
     # --- write-back: one memory, as in process, for the worker store's arrays ----------
 
@@ -268,14 +286,14 @@ class IsolatedSession:
                 self._tracked[number] = (array, now)
         return writes
 
-    def get(self, proxy: Proxy, member: str) -> Any:
+    def get(self, proxy: Proxy, member: str, check: Check | None = None) -> Any:
         self._current(proxy)
         fresh = proxy._fresh
         if fresh is not None and fresh[0] == self._stamp and member in fresh[1]:
             if self._death is not None:
                 raise ImplementationDied(self._death)
-            return self._decoded(fresh[1].pop(member))
-        return self._decoded(self._request("get", proxy._handle, member))
+            return self._decoded(fresh[1].pop(member), None, check)
+        return self._decoded(self._request("get", proxy._handle, member), None, check)
 
     def _remember(self, proxy: Proxy, reply: Any) -> None:
         """Keep the properties the child read right after this call, to serve the next
@@ -319,14 +337,25 @@ class IsolatedSession:
             raise ImplementationDied(self._death)
         return reply
 
-    def _decoded(self, reply: Any, on_array: Any = None) -> Any:
-        """The value of an ``ok`` reply, or the error the reply reports, raised."""
+    def _decoded(self, reply: Any, on_array: Any = None, check: Check | None = None) -> Any:
+        """The value of an ``ok`` reply, decoded and checked on the property's clock,
+        or the error the reply reports, raised."""
         kind = reply[0] if isinstance(reply, tuple) and reply else None
         if kind == "ok" and len(reply) in (2, 3):
+            started = time.monotonic()
             try:
-                return wire.from_wire(reply[1], on_array=on_array)
+                value = wire.from_wire(reply[1], on_array=on_array)
             except Exception as e:  # noqa: BLE001 - a value the spec's types refuse
                 raise BadReturnValue(f"the result could not be decoded: {e}") from None
+            finally:
+                self._charge(time.monotonic() - started)
+            if check is not None:
+                started = time.monotonic()
+                try:
+                    check(value)
+                finally:
+                    self._charge(time.monotonic() - started)
+            return value
         if kind == "raise" and len(reply) == 5 and _strings(reply[1:4]) and type(reply[4]) is bool:
             raise rebuilt_error(reply[1], reply[2], reply[3], reply[4])
         if kind == "bad" and len(reply) == 2 and type(reply[1]) is str:
@@ -337,8 +366,7 @@ class IsolatedSession:
         """Send one request under the limits; on a death, record it and return None."""
         assert self._child is not None
         left = self.limits.property_seconds - self._used
-        limit = self.limits.property_seconds
-        out_of_time = f"timeout: the property's time limit of {limit:g} s ran out"
+        out_of_time = self._out_of_time()
         if left <= 0:
             self._die(out_of_time)
             return None
@@ -360,6 +388,16 @@ class IsolatedSession:
             self._die(f"out of memory (limit {size_text(self.limits.memory_bytes)})")
             return None
         return reply
+
+    def _charge(self, seconds: float) -> None:
+        """Count the grader's own work on a reply against the property's time limit."""
+        self._used += seconds
+        if self._used > self.limits.property_seconds and self._death is None:
+            self._die(self._out_of_time())
+            raise ImplementationDied(self._out_of_time())
+
+    def _out_of_time(self) -> str:
+        return f"timeout: the property's time limit of {self.limits.property_seconds:g} s ran out"
 
     def _die(self, reason: str) -> None:
         if self._child is not None:

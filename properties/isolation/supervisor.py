@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from properties.isolation import wire
+from properties.isolation.sandbox import SandboxUser, kill_user_processes
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,15 +46,35 @@ class Limits:
     property_seconds: float = 120.0
     memory_bytes: int = 2 * 1024**3
     cpu_seconds: int = 300
+    #: The largest reply the grader reads from the child (its pickle, in bytes): the
+    #: child's memory limit does not bound what decoding a reply costs the grader.
+    reply_bytes: int = 32 * 1024**2
     #: Words put before the child's command line (an OS sandbox, another uid).
     child_prefix: tuple[str, ...] = ()
+    #: The unprivileged user the child runs as (:mod:`.sandbox`); None: the grader's.
+    sandbox: SandboxUser | None = None
+
+    def command(self, words: list[str]) -> list[str]:
+        """The command line that runs ``words`` (a Python command) as the child: under
+        the reaper, as the sandbox user, behind the prefix."""
+        user = self.sandbox.prefix() if self.sandbox is not None else ()
+        return contained([*user, *self.child_prefix, *words])
+
+    def bury(self, process: subprocess.Popen[bytes]) -> None:
+        """End a child started with :meth:`command`, everything below it, and every
+        process of the sandbox user."""
+        bury(process)
+        if self.sandbox is not None:
+            kill_user_processes(self.sandbox.uid)
 
     def describe(self) -> str:
         prefix = f", child prefix {' '.join(self.child_prefix)!r}" if self.child_prefix else ""
+        if self.sandbox is not None:
+            prefix = f", as user {self.sandbox.name}{prefix}"
         return (
             f"child process (per call {_seconds(self.call_seconds)}, per property "
             f"{_seconds(self.property_seconds)}, memory {size_text(self.memory_bytes)}, "
-            f"CPU {self.cpu_seconds} s{prefix})"
+            f"CPU {self.cpu_seconds} s, replies {size_text(self.reply_bytes)}{prefix})"
         )
 
 
@@ -81,15 +102,16 @@ class Child:
         self.death: str | None = None
         ours, theirs = socket.socketpair()
         self.sock = ours
-        command = [
-            *limits.child_prefix,
-            sys.executable,
-            "-m",
-            "properties.isolation.child",
-            str(theirs.fileno()),
-            str(limits.memory_bytes),
-            str(limits.cpu_seconds),
-        ]
+        command = limits.command(
+            [
+                sys.executable,
+                "-m",
+                "properties.isolation.child",
+                str(theirs.fileno()),
+                str(limits.memory_bytes),
+                str(limits.cpu_seconds),
+            ]
+        )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             [str(_ROOT), *filter(None, [env.get("PYTHONPATH")])]
@@ -126,7 +148,7 @@ class Child:
             wire.send(self.sock, message)
             self._set_timeout(deadline)
             header = wire.recv_exact(self.sock, wire.HEADER_SIZE)
-            size = wire.frame_size(header)
+            size = wire.frame_size(header, self.limits.reply_bytes)
             self._set_timeout(deadline)
             payload = wire.recv_exact(self.sock, size)
             return wire.decode_frame(payload)
@@ -134,6 +156,11 @@ class Child:
             self.kill(f"timeout: no answer within {_seconds(timeout)}")
         except (EOFError, ConnectionError, BrokenPipeError):
             self._bury()
+        except wire.FrameTooLarge as e:
+            self.kill(
+                f"reply too large: {e.size} bytes, over the limit of {size_text(e.limit)} "
+                "(--reply-limit)"
+            )
         except wire.WireError as e:
             self.kill(f"broke the protocol: {e}")
         assert self.death is not None
@@ -152,19 +179,7 @@ class Child:
             self.death = reason
 
     def _terminate(self) -> None:
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                # behind a prefix (another uid) the prefix must relay the signal
-                try:
-                    self.process.kill()
-                except (ProcessLookupError, PermissionError):
-                    pass
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        self.limits.bury(self.process)
         self.sock.close()
 
     def _bury(self) -> None:
@@ -174,13 +189,17 @@ class Child:
         except subprocess.TimeoutExpired:
             self.kill("closed the pipe but did not exit")
             return
+        self.limits.bury(self.process)  # what it left behind
         self.sock.close()
         self.death = describe_exit(code, self.limits)
 
     def cpu_seconds_used(self) -> float | None:
         """The child's CPU time so far (Linux /proc), or None where unknown."""
+        reaper = self.process.pid
         try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            below = Path(f"/proc/{reaper}/task/{reaper}/children").read_text().split()
+            pid = int(below[0]) if below else reaper  # the command the reaper runs
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             ticks = int(fields[11]) + int(fields[12])
         except (OSError, IndexError, ValueError):
             return None
@@ -196,6 +215,44 @@ class Child:
                 pass
             self.death = "closed by the grader"
         self._terminate()
+
+
+#: Runs a command and kills whatever it leaves behind (a script: stdlib only).
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+def contained(command: list[str]) -> list[str]:
+    """``command`` run under the reaper (:mod:`.reaper`): started with
+    ``start_new_session=True`` and ended with :func:`bury`, nothing it starts, in any
+    session, outlives it."""
+    return [sys.executable, "-I", str(REAPER), *command]
+
+
+def bury(process: subprocess.Popen[bytes]) -> None:
+    """End a :func:`contained` process and everything below it, and wait: the reaper
+    is asked (SIGTERM: it kills every descendant, then exits as its command did); its
+    process group is killed outright if it does not answer (a reaper the code under
+    test killed or stopped)."""
+    if process.poll() is None:
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=_REAPER_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+#: How long the reaper has to clean up before its process group is killed outright.
+_REAPER_SECONDS = 8.0
 
 
 def describe_exit(code: int, limits: Limits) -> str:

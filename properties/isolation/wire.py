@@ -19,11 +19,16 @@ first element is a tag string starting with NUL):
 - a component handle: ``(HANDLE, number)``; and a user tuple that happens to start with
   a tag-like string: ``(ESCAPED, items)``.
 
-A frame is a 4-byte big-endian length and a pickle of such data. The receiver unpickles
-with :class:`PlainUnpickler`, which refuses every ``find_class`` (the only way a pickle
+A frame is a 4-byte big-endian length and a pickle of such data, written without the
+pickle memo (no object is referenced twice). The receiver unpickles with
+:class:`PlainUnpickler`, which refuses every ``find_class`` (the only way a pickle
 constructs an object of a class other than the builtin containers and scalars), so the
-child can never make the grader build, import or call anything: what arrives is inert
-data, decoded by :func:`from_wire` with explicit whitelists.
+child can never make the grader build, import or call anything; it then refuses a frame
+whose containers are shared (memo references: ``x = [x, x]`` sixty deep is a 541-byte
+frame and a 2**60-leaf tree for a decoder), nested deeper than :data:`MAX_DEPTH`, or
+holding more values than its size allows (:func:`_check_tree`, linear in the frame's
+size). What arrives is a small tree of inert data, decoded by :func:`from_wire` with
+explicit whitelists.
 
 :func:`to_wire` is used on both sides. Subclasses of builtins (in the child: whatever
 the code under test returned) are reduced to their exact builtin type through
@@ -54,18 +59,34 @@ DC = "\x00dc"
 HANDLE = "\x00h"
 ESCAPED = "\x00tuple"
 RANGE = "\x00range"
+NPTEXT = "\x00nptext"
 
 #: numpy dtype kinds that may cross: bool, signed/unsigned ints, floats, complex.
 NUMERIC_KINDS = frozenset("biufc")
 
-#: The largest frame either side accepts (a reply beyond it is a broken child).
+#: The largest frame either side accepts; the grader bounds the child's replies far
+#: lower (``Limits.reply_bytes``).
 MAX_FRAME = 512 * 1024 * 1024
+#: How deep a frame's containers may nest (what crosses is a few levels deep).
+MAX_DEPTH = 64
+#: How many values a frame may hold per byte of its pickle: every value costs at least
+#: one opcode byte once nothing is shared, so this refuses only forged frames.
+VALUES_PER_BYTE = 2
 
 _HEADER = struct.Struct(">I")
 
 
 class WireError(Exception):
     """A value cannot be sent, or a received frame is not valid plain data."""
+
+
+class FrameTooLarge(WireError):
+    """A frame's header announces more bytes than the receiver accepts."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"{size} bytes announced")
+        self.size = size
+        self.limit = limit
 
 
 def _spec_dataclasses() -> dict[str, type]:
@@ -131,6 +152,10 @@ def _encode(
         shape = tuple(int(n) for n in array.shape)
         ident = on_array(array) if on_array is not None else None
         return (ND, array.dtype.str, shape, _layout(array), array.tobytes(), ident)
+    if isinstance(value, np.str_):
+        return (NPTEXT, str.__str__(value))
+    if isinstance(value, np.bytes_):
+        return (NPTEXT, bytes.__bytes__(value))
     if isinstance(value, np.generic):
         scalar = np.asarray(value)
         if scalar.dtype.kind not in NUMERIC_KINDS:
@@ -284,6 +309,8 @@ def _tagged(
         if cls is None or type(data[2]) is not tuple or len(data[2]) != len(_FIELDS[cls]):
             raise WireError(f"not a dataclass of the spec: {data[1]!r}")
         return cls(*(from_wire(x, resolve_handle, on_array) for x in data[2]))
+    if tag == NPTEXT and len(data) == 2 and type(data[1]) in (str, bytes):
+        return np.str_(data[1]) if type(data[1]) is str else np.bytes_(data[1])
     if tag == RANGE and len(data) == 4 and all(type(x) is int for x in data[1:]) and data[3]:
         return range(data[1], data[2], data[3])
     if tag == HANDLE and len(data) == 2 and type(data[1]) is int and resolve_handle:
@@ -313,20 +340,64 @@ class PlainUnpickler(pickle.Unpickler):
         raise WireError(f"a frame may not name a class ({module}.{name})")
 
 
+def encode_frame(message: object) -> bytes:
+    """One frame: its length, then its pickle, written without the memo (nothing is
+    shared, so the receiver may refuse every shared container)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.fast = True  # no memo: a value referenced twice is written twice
+    pickler.dump(message)
+    payload = buffer.getvalue()
+    return _HEADER.pack(len(payload)) + payload
+
+
 def send(sock: socket.socket, message: object) -> None:
     """Write one frame."""
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(_HEADER.pack(len(payload)) + payload)
+    sock.sendall(encode_frame(message))
 
 
 def decode_frame(payload: bytes) -> Any:
-    """Unpickle one frame's payload with :class:`PlainUnpickler`."""
+    """Unpickle one frame's payload with :class:`PlainUnpickler`, and refuse it unless
+    it is a small tree (:func:`_check_tree`)."""
     try:
-        return PlainUnpickler(io.BytesIO(payload)).load()
+        value = PlainUnpickler(io.BytesIO(payload)).load()
     except WireError:
         raise
     except Exception as e:  # noqa: BLE001 - any malformed pickle is a wire error
         raise WireError(f"malformed frame: {type(e).__name__}: {e}") from e
+    _check_tree(value, VALUES_PER_BYTE * len(payload) + 16)
+    return value
+
+
+_CONTAINERS_SET: frozenset[type] = frozenset({tuple, list, dict, set, frozenset})
+
+
+def _check_tree(value: object, budget: int) -> None:
+    """Refuse ``value`` unless it is a tree of at most ``budget`` values, nested at
+    most :data:`MAX_DEPTH` deep: a container met twice came from a memo reference,
+    which :func:`encode_frame` never writes. Visits each value once, so it costs what
+    the frame's size allows and no more."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise WireError("a frame holds more values than its size allows")
+        if type(item) not in _CONTAINERS_SET or not item:
+            continue  # a scalar, or an empty container (the empty tuple is shared)
+        if id(item) in seen:
+            raise WireError("a frame may not share a container (a pickle memo reference)")
+        seen.add(id(item))
+        if depth >= MAX_DEPTH:
+            raise WireError(f"a frame nested more than {MAX_DEPTH} deep")
+        children: Any = (
+            [part for pair in dict.items(item) for part in pair] if type(item) is dict else item
+        )
+        if _CONTAINERS_SET.isdisjoint(map(type, children)):
+            budget -= len(children)  # scalars only (token ids, bytes): counted at C speed
+            continue
+        stack.extend((child, depth + 1) for child in children)
 
 
 def recv_exact(sock: socket.socket, size: int) -> bytes:
@@ -342,10 +413,12 @@ def recv_exact(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def frame_size(header: bytes) -> int:
+def frame_size(header: bytes, limit: int = MAX_FRAME) -> int:
+    """The size the header announces; a :class:`WireError` beyond ``limit`` (read
+    before any of the frame is, so a huge reply costs the receiver nothing)."""
     (size,) = _HEADER.unpack(header)
-    if size > MAX_FRAME:
-        raise WireError(f"a frame of {size} bytes exceeds the limit of {MAX_FRAME}")
+    if size > limit:
+        raise FrameTooLarge(size, limit)
     return int(size)
 
 
