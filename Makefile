@@ -246,3 +246,29 @@ crosshair-properties: $(CROSSHAIR_VENV)/.installed
 	CROSSHAIR_SMT_RLIMIT=2000000 $(CROSSHAIR_RUN) -m properties verify --adapter $(ADAPTER) \
 		--profile crosshair \
 		--only $(CROSSHAIR_PROPERTIES)
+
+# --- the SGLang adapter: SGLang's own code from an unpacked release tree (docs/sglang.md) ---
+# make verify-sglang SGLANG=0.5.23        a release: its wheel fetched and unpacked (.sglang-cache/)
+# make verify-sglang SGLANG_SRC=path      a source tree (git checkout's python/, or unpacked release)
+# make verify-sglang ... BASELINE=0.5.3   only the verdicts that differ from a version, tree or
+#                                         saved report (SAVE=file.json saves one; ONLY=names)
+# make verify-sglang-ci                   the CI job: every pinned release against the verdicts
+#                                         declared in adapters/sglang/expected/
+# Its own virtualenv: torch (CPU), the pinned packages SGLang's import chain needs (--no-deps),
+# and the torchvision import shim as a .pth file (adapters/sglang/shim/; this venv only).
+.PHONY: verify-sglang verify-sglang-ci
+SGLANG_VENV ?= .venv-sglang
+SGLANG_PYTHON := $(SGLANG_VENV)/bin/python
+
+$(SGLANG_VENV)/.installed: requirements.txt adapters/sglang/requirements-sglang.txt \
+		adapters/sglang/shim/mmspec_torchvision_shim.py
+	test -x $(SGLANG_PYTHON) || python3 -m venv $(SGLANG_VENV)
+	$(SGLANG_PYTHON) -m pip install --quiet --disable-pip-version-check $(TORCH_SPEC) \
+		-r requirements.txt
+	$(SGLANG_PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r adapters/sglang/requirements-sglang.txt
+	printf '%s\nimport mmspec_torchvision_shim\n' "$(CURDIR)/adapters/sglang/shim" > \
+		"$$($(SGLANG_PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mmspec-torchvision-shim.pth"
+	touch $@
+
+.venv-sglang: $(SGLANG_VENV)/.installed
