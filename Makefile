@@ -250,13 +250,10 @@ crosshair-properties: $(CROSSHAIR_VENV)/.installed
 # --- the SGLang adapter: SGLang's own code from an unpacked release tree (docs/sglang.md) ---
 # make verify-sglang SGLANG=0.5.23        a release: its wheel fetched and unpacked (.sglang-cache/)
 # make verify-sglang SGLANG_SRC=path      a source tree (git checkout's python/, or unpacked release)
-# make verify-sglang ... BASELINE=0.5.3   only the verdicts that differ from a version, tree or
-#                                         saved report (SAVE=file.json saves one; ONLY=names)
-# make verify-sglang-ci                   the CI job: every pinned release against the verdicts
-#                                         declared in adapters/sglang/expected/
+# make verify-sglang ... ONLY=names       some properties or clauses (SAVE=file.json saves the report)
 # Its own virtualenv: torch (CPU), the pinned packages SGLang's import chain needs (--no-deps),
 # and the torchvision import shim as a .pth file (adapters/sglang/shim/; this venv only).
-.PHONY: verify-sglang verify-sglang-ci
+.PHONY: verify-sglang
 SGLANG_VENV ?= .venv-sglang
 SGLANG_PYTHON := $(SGLANG_VENV)/bin/python
 
@@ -272,3 +269,11 @@ $(SGLANG_VENV)/.installed: requirements.txt adapters/sglang/requirements-sglang.
 	touch $@
 
 .venv-sglang: $(SGLANG_VENV)/.installed
+
+SGLANG_TREE = $(if $(SGLANG_SRC),$(SGLANG_SRC),$(if $(SGLANG),$$($(SGLANG_PYTHON) adapters/sglang/fetch.py $(SGLANG))))
+
+verify-sglang: $(SGLANG_VENV)/.installed
+	@test -n "$(SGLANG)$(SGLANG_SRC)" || { echo "make verify-sglang SGLANG=X.Y.Z or SGLANG_SRC=path" >&2; exit 2; }
+	tree="$(SGLANG_TREE)" && MMSPEC_SGLANG_SRC="$$tree" PYTHONPATH=$(CURDIR) $(SGLANG_PYTHON) \
+		-m properties verify --adapter adapters/sglang --profile $(PROFILE) \
+		$(if $(SAVE),--save-report $(SAVE)) $(if $(ONLY),--only $(ONLY))
