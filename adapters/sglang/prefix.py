@@ -16,13 +16,13 @@ share page ``i`` exactly when their padded ids agree on pages ``0..i``. So:
 
 An item's feature stands for its pixels: one row of 32 bytes, the SHA-256 of its
 ``mm_hash`` (a fixed-width row, as pixel patches are, so concatenating rows is
-unambiguous). Two release layouts (:func:`padded_ids`):
+unambiguous). Two release layouts (:func:`per_item`):
 
-- per item (0.5.23: ``mm_utils.pad_mm_tokens``): one ``MultimodalDataItem`` per image,
-  its placeholder range as ``offsets``, padded by offsets;
-- per modality (0.5.3: ``MultiModalityDataPaddingPatternMultimodalTokens``): one item
-  holds every image of the prompt (``collect_mm_items_from_processor_output``), its
-  feature their rows concatenated; image token ids are replaced by its pad value.
+- per item (0.5.22, 0.5.23): one ``MultimodalDataItem`` per image, its placeholder range
+  as ``offsets``;
+- per modality (0.5.3): one item holds every image of the prompt
+  (``BaseMultimodalProcessor.collect_mm_items_from_processor_output``), its feature their
+  rows concatenated, so every image token gets the one pad value.
 """
 
 from __future__ import annotations
@@ -62,32 +62,53 @@ def _offsets(item: MultiModalItem) -> tuple[int, int]:
     return item.mm_position.offset, item.mm_position.offset + item.mm_position.length - 1
 
 
+#: How a release's ``MultimodalDataItem`` docstring states its layout.
+PER_ITEM = "represents a single multimodal input"
+PER_MODALITY = "contains all inputs for one modality"
+
+
+def per_item(schedule_batch: Any) -> bool:
+    """Whether the release builds one ``MultimodalDataItem`` per image (else one per
+    modality), as its ``MultimodalDataItem`` docstring states."""
+    doc = schedule_batch.MultimodalDataItem.__doc__ or ""
+    if PER_ITEM in doc:
+        return True
+    if PER_MODALITY in doc:
+        return False
+    raise RuntimeError("MultimodalDataItem's docstring states neither layout: read the release")
+
+
+def _items(schedule_batch: Any, items: Sequence[MultiModalItem]) -> list[Any]:
+    image = schedule_batch.Modality.IMAGE
+    if per_item(schedule_batch):
+        groups = [[item] for item in items]
+    else:
+        groups = [list(items)]
+    built = []
+    for group in groups:
+        sgl_item = schedule_batch.MultimodalDataItem(modality=image)
+        sgl_item.feature = np.concatenate([identity_row(item.mm_hash) for item in group])
+        sgl_item.offsets = [_offsets(item) for item in group]
+        sgl_item.set_pad_value()
+        built.append(sgl_item)
+    return built
+
+
 def padded_ids(
     schedule_batch: Any, mm_utils: Any, token_ids: Sequence[int], items: Sequence[MultiModalItem]
 ) -> list[int]:
-    """The radix key SGLang builds for this prompt: its token ids with pad values."""
+    """The radix key SGLang builds for this prompt: its token ids with pad values, by
+    the padding pattern its models' ``pad_input_ids`` use for runs of image tokens
+    (``MultiModalityDataPaddingPatternMultimodalTokens``; since 0.5.22 it takes an int64
+    ``array``, which earlier releases accept too)."""
     marked = _marked(token_ids, items)
     if not items:
         return marked
-    image = schedule_batch.Modality.IMAGE
-    if hasattr(mm_utils, "pad_mm_tokens"):
-        sgl_items = []
-        for item in items:
-            sgl_item = schedule_batch.MultimodalDataItem(
-                modality=image, feature=identity_row(item.mm_hash), offsets=[_offsets(item)]
-            )
-            sgl_item.set_pad_value()
-            sgl_items.append(sgl_item)
-        inputs = schedule_batch.MultimodalInputs(mm_items=sgl_items, im_token_id=IMAGE_TOKEN_ID)
-        return list(mm_utils.pad_mm_tokens(array("q", marked), inputs))
-    rows = np.concatenate([identity_row(item.mm_hash) for item in items])
-    bundle = schedule_batch.MultimodalDataItem(modality=image)
-    bundle.feature = rows
-    bundle.offsets = [_offsets(item) for item in items]
-    bundle.set_pad_value()
-    inputs = schedule_batch.MultimodalInputs(mm_items=[bundle], im_token_id=IMAGE_TOKEN_ID)
+    inputs = schedule_batch.MultimodalInputs(
+        mm_items=_items(schedule_batch, items), im_token_id=IMAGE_TOKEN_ID
+    )
     pattern = mm_utils.MultiModalityDataPaddingPatternMultimodalTokens()
-    return [int(token) for token in pattern.pad_input_tokens(marked, inputs)]
+    return [int(token) for token in pattern.pad_input_tokens(array("q", marked), inputs)]
 
 
 class SglangBlockHasher:
