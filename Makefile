@@ -251,6 +251,8 @@ crosshair-properties: $(CROSSHAIR_VENV)/.installed
 # make verify-sglang SGLANG=0.5.23        a release: its wheel fetched and unpacked (.sglang-cache/)
 # make verify-sglang SGLANG_SRC=path      a source tree (git checkout's python/, or unpacked release)
 # make verify-sglang ... ONLY=names       some properties or clauses (SAVE=file.json saves the report)
+# make verify-sglang-ci                   the CI job: every pinned release (0.5.23, 0.5.22, 0.5.3)
+#                                         against the verdicts in adapters/sglang/expected/
 # Its own virtualenv: torch (CPU), the pinned packages SGLang's import chain needs (--no-deps),
 # and the torchvision import shim as a .pth file (adapters/sglang/shim/; this venv only).
 .PHONY: verify-sglang
@@ -277,3 +279,9 @@ verify-sglang: $(SGLANG_VENV)/.installed
 	tree="$(SGLANG_TREE)" && MMSPEC_SGLANG_SRC="$$tree" PYTHONPATH=$(CURDIR) $(SGLANG_PYTHON) \
 		-m properties verify --adapter adapters/sglang --profile $(PROFILE) \
 		$(if $(SAVE),--save-report $(SAVE)) $(if $(ONLY),--only $(ONLY))
+
+# The SGLang CI job: each pinned release's PFX verdicts against adapters/sglang/expected/,
+# then tests/test_sglang_adapter.py with MMSPEC_REQUIRE_SGLANG=1.
+.PHONY: verify-sglang-ci
+verify-sglang-ci: $(SGLANG_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(SGLANG_PYTHON) adapters/sglang/ci.py
