@@ -1,4 +1,4 @@
-"""The chained block key keeps 24 bits of an image's identity (PFX-5, found by search)."""
+"""The chained block key keeps 24 bits of an image's identity; found by search (PFX-5)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ class Key24BitBlockHasher(BlockHasher):
 BREAKS = "PFX-5"
 KILLED_BY = "pfx_no_aliasing_by_search"
 ORIGIN = (
-    "SGLang before 0.5.23 (pad value = hash % 2**30, the radix key; docs/sglang.md), "
-    "narrowed to 24 bits: random images never collide in a run, a birthday search does"
+    "SGLang v0.5.22 managers/schedule_batch.py::MultimodalDataItem.set_pad_value keys an "
+    "image by hash % 2**30 (docs/sglang.md, S1), here 24 bits: random images never "
+    "collide in a run, a birthday search does"
 )
 ADAPTER = Adapter(name="zoo.pfx_key_24bit", block_hasher=Key24BitBlockHasher)
