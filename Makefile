@@ -255,3 +255,51 @@ crosshair-properties: $(CROSSHAIR_VENV)/.installed
 	CROSSHAIR_SMT_RLIMIT=2000000 $(CROSSHAIR_RUN) -m properties verify --adapter $(ADAPTER) \
 		--profile crosshair \
 		--only $(CROSSHAIR_PROPERTIES)
+
+# --- the SGLang adapter: SGLang's own code from an unpacked release tree (docs/sglang.md) ---
+# make verify-sglang SGLANG=0.5.23        a release: its wheel fetched and unpacked (.sglang-cache/)
+# make verify-sglang SGLANG_SRC=path      a source tree (git checkout's python/, or unpacked release)
+# make verify-sglang ... BASELINE=0.5.22  only the verdicts that differ from a release or a saved
+#                                         report (SAVE=file.json saves one; ONLY=names)
+# make verify-sglang-ci                   the CI job: every pinned release (0.5.23, 0.5.22, 0.5.3)
+#                                         against the verdicts in adapters/sglang/expected/
+# Its own virtualenv: torch (CPU), the pinned packages SGLang's import chain needs (--no-deps),
+# and the torchvision import shim as a .pth file (adapters/sglang/shim/; this venv only).
+.PHONY: verify-sglang
+SGLANG_VENV ?= .venv-sglang
+SGLANG_PYTHON := $(SGLANG_VENV)/bin/python
+
+$(SGLANG_VENV)/.installed: requirements.txt adapters/sglang/requirements-sglang.txt \
+		adapters/sglang/shim/mmspec_torchvision_shim.py
+	test -x $(SGLANG_PYTHON) || python3 -m venv $(SGLANG_VENV)
+	$(SGLANG_PYTHON) -m pip install --quiet --disable-pip-version-check $(TORCH_SPEC) \
+		-r requirements.txt
+	$(SGLANG_PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r adapters/sglang/requirements-sglang.txt
+	printf '%s\nimport mmspec_torchvision_shim\n' "$(CURDIR)/adapters/sglang/shim" > \
+		"$$($(SGLANG_PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mmspec-torchvision-shim.pth"
+	touch $@
+
+.venv-sglang: $(SGLANG_VENV)/.installed
+
+SGLANG_TREE = $(if $(SGLANG_SRC),$(SGLANG_SRC),$(if $(SGLANG),$$($(SGLANG_PYTHON) adapters/sglang/fetch.py $(SGLANG))))
+
+# BASELINE: a saved report (.json), or a release verified first into reports/sglang/.
+SGLANG_VERIFY = PYTHONPATH=$(CURDIR) $(SGLANG_PYTHON) -m properties verify \
+	--adapter adapters/sglang --profile $(PROFILE) $(if $(ONLY),--only $(ONLY))
+SGLANG_BASELINE_FILE = $(if $(filter %.json,$(BASELINE)),$(BASELINE),reports/sglang/baseline-$(BASELINE).json)
+
+verify-sglang: $(SGLANG_VENV)/.installed
+	@test -n "$(SGLANG)$(SGLANG_SRC)" || { echo "make verify-sglang SGLANG=X.Y.Z or SGLANG_SRC=path" >&2; exit 2; }
+	$(if $(and $(BASELINE),$(filter-out %.json,$(BASELINE))),mkdir -p reports/sglang && \
+		base="$$($(SGLANG_PYTHON) adapters/sglang/fetch.py $(BASELINE))" && \
+		{ MMSPEC_SGLANG_SRC="$$base" $(SGLANG_VERIFY) --save-report $(SGLANG_BASELINE_FILE) \
+		>/dev/null || test $$? = 1; })
+	tree="$(SGLANG_TREE)" && MMSPEC_SGLANG_SRC="$$tree" $(SGLANG_VERIFY) \
+		$(if $(SAVE),--save-report $(SAVE)) $(if $(BASELINE),--baseline $(SGLANG_BASELINE_FILE))
+
+# The SGLang CI job: each pinned release's PFX verdicts against adapters/sglang/expected/,
+# then tests/test_sglang_adapter.py with MMSPEC_REQUIRE_SGLANG=1.
+.PHONY: verify-sglang-ci
+verify-sglang-ci: $(SGLANG_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(SGLANG_PYTHON) adapters/sglang/ci.py

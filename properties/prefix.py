@@ -312,6 +312,45 @@ def pfx_no_cross_image_aliasing(parts: Parts) -> Runnable:
     return stateless(test)
 
 
+#: Single-image prompts the birthday search hashes: 2**17, so that any key of at most 30
+#: bits collides with probability 1 - exp(-2**34 / 2**31) > 0.999 (24 bits: certainly).
+SEARCH_IMAGES = 1 << 17
+
+
+def search_image(n: int) -> str:
+    """The ``mm_hash`` of the search's n-th image (all distinct)."""
+    return f"search-{n:06x}"
+
+
+@clause_property("pfx_no_aliasing_by_search", "PFX-5", subject=("block_hasher",))
+def pfx_no_aliasing_by_search(parts: Parts) -> Runnable:
+    """PFX-5 by search, not by luck: a birthday search over SEARCH_IMAGES one-image
+    prompts of identical dummy tokens for two distinct images whose first block (the
+    block the image fills) has one hash. A key narrower than the item's hash (a
+    truncation, a modulus) is found when a search can reach it: seconds at 30 bits."""
+
+    @given(block_size=st.just(2))
+    def test(block_size: int) -> None:
+        hasher = parts.block_hasher(block_size)
+        token_ids = (PLACEHOLDER_ID,) * block_size
+        seen: dict[str, str] = {}
+        for n in range(SEARCH_IMAGES):
+            mm_hash = search_image(n)
+            item = MultiModalItem(mm_hash, PlaceholderRange(offset=0, length=block_size))
+            key = hasher.request_block_hashes(token_ids, [item])[0]
+            other = seen.setdefault(key, mm_hash)
+            check(
+                other == mm_hash,
+                "PFX-5",
+                f"images {other!r} and {mm_hash!r} (each at [0, {block_size}) of the prompt "
+                f"{list(token_ids)}, block_size={block_size}) share block 0's hash {key!r} "
+                f"after {n + 1} images: the whole prompt is a shared prefix, and one user's "
+                "KV serves the other's image",
+            )
+
+    return stateless(test)
+
+
 @clause_property("pfx_moving_image_changes_hashes", "PFX-6", subject=("block_hasher",))
 def pfx_moving_image_changes_hashes(parts: Parts) -> Runnable:
     """PFX-6: moving one image by one position among dummy tokens keeps the hashes

@@ -88,18 +88,19 @@ def test_every_zoo_entry_names_a_clause_and_its_property() -> None:
         )
 
 
-#: How a zoo entry's ORIGIN starts: the seed article, the upstream version whose code has
-#: the mistake, a typical error of a student build, or a library's semantics inherited.
+#: How a zoo entry's ORIGIN starts: the seed article, the upstream version (vLLM or SGLang)
+#: whose code has the mistake, a typical error of a student build, or a library's
+#: semantics inherited.
 ORIGIN_FORMS = re.compile(
-    r"(seed \d{3} |vLLM v\d+\.\d+\.\d+ |typical student error: |library semantics: )\S"
+    r"(seed \d{3} |(vLLM|SGLang) v\d+\.\d+\.\d+ |typical student error: |library semantics: )\S"
 )
 
 
 def test_every_zoo_entry_says_what_it_breaks_and_where_the_mistake_comes_from() -> None:
     for entry in ENTRIES:
         assert ORIGIN_FORMS.match(entry.origin), (
-            f"{entry.module}: ORIGIN must start with 'seed NNN', 'vLLM vX.Y.Z', 'typical "
-            f"student error:' or 'library semantics:', got {entry.origin!r}"
+            f"{entry.module}: ORIGIN must start with 'seed NNN', 'vLLM vX.Y.Z', 'SGLang "
+            f"vX.Y.Z', 'typical student error:' or 'library semantics:', got {entry.origin!r}"
         )
         source = ROOT / "adapters" / "zoo" / f"{entry.short_name}.py"
         docstring = ast.get_docstring(ast.parse(source.read_text(encoding="utf-8"))) or ""

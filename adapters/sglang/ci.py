@@ -1,0 +1,116 @@
+"""The SGLang CI job: every pinned SGLang release against the verdicts declared for it
+(``adapters/sglang/expected/<version>.json``), then the adapter's own tests.
+
+``.venv-sglang/bin/python adapters/sglang/ci.py`` (``make verify-sglang-ci``):
+
+1. fetches each pinned release (``adapters/sglang/fetch.py``);
+2. runs the PFX clauses — the block hasher is the component the adapter provides — in
+   a process per release (``MMSPEC_SGLANG_SRC``), saving ``reports/sglang/<version>.json``
+   and the full report ``<version>.txt``;
+3. compares: every row must have its declared verdict (``pass`` when undeclared), and
+   the components must be the declared ones, so a new failure, a finding that stops
+   failing, or a component that stops being provided turns the job red;
+4. runs ``tests/test_sglang_adapter.py`` with ``MMSPEC_REQUIRE_SGLANG=1`` (the proof that
+   the code under test never touches the torchvision shim).
+
+Exit status 0 when everything matches, 1 otherwise. Run as a script, by path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+sys.path.insert(0, str(ROOT))
+
+from properties.baseline import load_verdicts  # noqa: E402 - after the path set-up above
+
+#: Newest first: the release the adapter was written against, then older ones.
+PINNED = ("0.5.23", "0.5.22", "0.5.3")
+CLAUSES = ("PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6")
+EXPECTED_DIR = HERE / "expected"
+REPORTS = ROOT / "reports" / "sglang"
+
+
+def _fetch_module() -> Any:
+    spec = importlib.util.spec_from_file_location("_mmspec_sglang_fetch", HERE / "fetch.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def verify(version: str, tree: Path) -> Path:
+    """Run the PFX clauses against ``tree``; the saved verdicts' path."""
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    saved = REPORTS / f"{version}.json"
+    command = [
+        sys.executable, "-m", "properties", "verify", "--adapter", "adapters/sglang",
+        "--profile", "ci", "--save-report", str(saved), "--only", *CLAUSES,
+    ]
+    env = {**os.environ, "MMSPEC_SGLANG_SRC": str(tree), "PYTHONPATH": str(ROOT)}
+    with (REPORTS / f"{version}.txt").open("w", encoding="utf-8") as out:
+        subprocess.run(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    return saved
+
+
+def compare(version: str, saved: Path) -> list[str]:
+    """What differs from the declaration (empty: as declared)."""
+    declared: Any = json.loads((EXPECTED_DIR / f"{version}.json").read_text(encoding="utf-8"))
+    expected = {(r["clause"], r["property"]): r["verdict"] for r in declared["expected"]}
+    expected |= {(r["clause"], r["property"]): r["verdict"] for r in declared["no_equivalent"]}
+    try:
+        run = load_verdicts(saved)
+    except Exception as e:  # noqa: BLE001 - a run that saved nothing is a difference
+        return [f"no saved report ({e}); see {saved.with_suffix('.txt')}"]
+    differs = []
+    components = {
+        name: ("sglang" if who.startswith("sglang ") else who)
+        for name, who in run.components.items()
+    }
+    if components != declared["components"]:
+        differs.append(f"components {components}, declared {declared['components']}")
+    seen = set()
+    for key, row in run.by_key().items():
+        seen.add(key)
+        want = expected.get(key, "pass")
+        if row.verdict != want:
+            differs.append(f"{key[0]} {key[1]}: {row.verdict}, declared {want}")
+    differs += [f"{c} {p}: declared {v} but not in the run" for (c, p), v in expected.items()
+                if (c, p) not in seen]
+    return differs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python adapters/sglang/ci.py")
+    parser.add_argument("--skip-tests", action="store_true")
+    args = parser.parse_args(argv)
+    fetch = _fetch_module()
+    ok = True
+    for version in PINNED:
+        started = time.perf_counter()
+        differs = compare(version, verify(version, fetch.fetch(version, quiet=True)))
+        ok &= not differs
+        status = "as declared" if not differs else "DIFFERS"
+        print(f"sglang {version}: {status} ({time.perf_counter() - started:.0f} s)")
+        for line in differs:
+            print(f"  {line}")
+    if not args.skip_tests:
+        env = {**os.environ, "MMSPEC_REQUIRE_SGLANG": "1", "PYTHONPATH": str(ROOT)}
+        tests = [sys.executable, "-m", "pytest", "-q", "tests/test_sglang_adapter.py"]
+        ok &= subprocess.run(tests, cwd=ROOT, env=env).returncode == 0
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

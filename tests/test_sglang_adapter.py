@@ -1,0 +1,89 @@
+"""The SGLang adapter runs SGLang's own code, and never calls into the torchvision shim.
+
+Runs in ``.venv-sglang`` (``make .venv-sglang``), whose ``.pth`` installs the shim, against
+the tree named by ``MMSPEC_SGLANG_SRC`` or ``.sglang-cache/sglang-0.5.23`` (fetched by
+``python adapters/sglang/fetch.py 0.5.23``). Elsewhere these tests skip, except under
+``MMSPEC_REQUIRE_SGLANG=1`` (the SGLang CI job), where they fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TREE = ROOT / ".sglang-cache" / "sglang-0.5.23"
+REQUIRED = os.environ.get("MMSPEC_REQUIRE_SGLANG") == "1"
+
+#: The properties of the components the adapter provides (PFX-3 raises: no equivalent).
+PROVIDED = ("PFX-1", "PFX-2", "PFX-4", "PFX-5", "PFX-6")
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRED:
+        pytest.fail(f"MMSPEC_REQUIRE_SGLANG=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def shim() -> ModuleType:
+    try:
+        module = importlib.import_module("mmspec_torchvision_shim")
+    except ModuleNotFoundError:
+        _unavailable("not in .venv-sglang (no torchvision shim)")
+    if not module.installed():
+        _unavailable("the torchvision shim is importable but not installed")
+    return module
+
+
+@pytest.fixture(scope="module")
+def adapter(shim: ModuleType) -> ModuleType:
+    tree = os.environ.get("MMSPEC_SGLANG_SRC") or str(DEFAULT_TREE)
+    if not Path(tree).is_dir():
+        _unavailable(f"no SGLang tree at {tree}")
+    os.environ["MMSPEC_SGLANG_SRC"] = tree
+    return importlib.import_module("adapters.sglang")
+
+
+def test_shim_poisons_every_use(shim: ModuleType) -> None:
+    """The shim can fire: a use of a fetched name raises and is recorded."""
+    before = len(shim.TOUCHES)
+    poisoned = shim._Poisoned("torchvision.transforms.Compose")
+    with pytest.raises(shim.TorchvisionShimError):
+        poisoned([])
+    with pytest.raises(shim.TorchvisionShimError):
+        poisoned.BICUBIC  # noqa: B018
+    assert shim.TOUCHES[before:] == [
+        "torchvision.transforms.Compose(...)",
+        "torchvision.transforms.Compose.BICUBIC",
+    ]
+    del shim.TOUCHES[before:]
+
+
+def test_sglang_imported_the_shim_and_transformers_did_not(
+    shim: ModuleType, adapter: ModuleType
+) -> None:
+    """SGLang's import chain got the shim (internvl_utils' ``T``); transformers, probing
+    for an optional backend, found no torchvision."""
+    internvl = sys.modules["sglang.srt.multimodal.internvl_utils"]
+    assert "torchvision shim" in repr(internvl.InterpolationMode)
+    from transformers.utils import import_utils
+
+    assert not import_utils.is_torchvision_available()
+    assert "torchvision: import shim" in adapter.ADAPTER.name
+
+
+def test_code_under_test_never_touches_torchvision(
+    shim: ModuleType, adapter: ModuleType
+) -> None:
+    """Every property of a provided component runs, and not one touch is recorded."""
+    from properties.cli import main
+
+    shim.TOUCHES.clear()
+    main(["verify", "--adapter", "adapters/sglang", "--profile", "ci", "--only", *PROVIDED])
+    assert shim.TOUCHES == []
