@@ -55,7 +55,7 @@ every symbol named here and where the loop differs.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -82,11 +82,64 @@ from spec.types import (
 )
 
 
+def validate_request(request: EngineRequest, unfinished: Container[str]) -> RequestView:
+    """The request's view; ``InvalidInputError`` for a malformed request or an id
+    already among ``unfinished`` (SYS-9)."""
+    if not isinstance(request, EngineRequest):
+        raise InvalidInputError(f"expected an EngineRequest, got {type(request).__name__}")
+    view = request.view()  # validates the id and that items are sorted and disjoint
+    if request.request_id in unfinished:
+        raise InvalidInputError(f"request {request.request_id!r} is already in the engine")
+    if not request.token_ids:
+        raise InvalidInputError(f"request {request.request_id}: empty prompt")
+    for token in request.token_ids:
+        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+            raise InvalidInputError(f"request {request.request_id}: bad token {token!r}")
+    if len(request.data) != len(request.items):
+        raise InvalidInputError(
+            f"request {request.request_id}: {len(request.items)} items but "
+            f"{len(request.data)} images"
+        )
+    for item in request.items:
+        if not isinstance(item, MultiModalItem):
+            raise InvalidInputError(
+                f"request {request.request_id}: items must be MultiModalItems"
+            )
+        if item.mm_position.end > len(request.token_ids):
+            raise InvalidInputError(
+                f"request {request.request_id}: item {item.mm_hash} ends at "
+                f"{item.mm_position.end}, past the {len(request.token_ids)}-token prompt"
+            )
+    max_new = request.max_new_tokens
+    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
+        raise InvalidInputError(f"request {request.request_id}: max_new_tokens must be >= 1")
+    return view
+
+
+def chunk_gathers(request: EngineRequest, start: int, new: int) -> list[GatherSpec]:
+    """``GPUModelRunner._gather_mm_embeddings``: per item overlapping the chunk
+    ``[start, start + new)``, the placeholder window it covers, when that window holds at
+    least one embedding row."""
+    end = start + new
+    specs: list[GatherSpec] = []
+    for item in request.items:
+        position = item.mm_position
+        if position.offset >= end or position.end <= start:
+            continue
+        start_idx = max(start, position.offset) - position.offset
+        end_idx = min(end, position.end) - position.offset
+        first_row, end_row = position.get_embeds_indices_in_range(start_idx, end_idx)
+        if end_row > first_row:
+            specs.append(GatherSpec(request.request_id, item.mm_hash, position, start_idx, end_idx))
+    return specs
+
+
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _check_config(config: EngineConfig) -> None:
+def check_config(config: EngineConfig) -> None:
+    """``InvalidInputError`` for a config below its limits, or not ints (SYS-9)."""
     if not isinstance(config, EngineConfig):
         raise InvalidInputError(f"config must be an EngineConfig, got {type(config).__name__}")
     minimums = {
@@ -244,7 +297,7 @@ class EngineLoop:
     """
 
     def __init__(self, config: EngineConfig, parts: EngineParts) -> None:
-        _check_config(config)
+        check_config(config)
         self._config = config
         self._cache = parts.encoder_cache_manager(config.encoder_cache_size)
         self._hook = parts.scheduling_hook(
@@ -270,35 +323,7 @@ class EngineLoop:
         self._waiting.append(state)
 
     def _validate(self, request: EngineRequest) -> RequestView:
-        if not isinstance(request, EngineRequest):
-            raise InvalidInputError(f"expected an EngineRequest, got {type(request).__name__}")
-        view = request.view()  # validates the id and that items are sorted and disjoint
-        if request.request_id in self._requests:
-            raise InvalidInputError(f"request {request.request_id!r} is already in the engine")
-        if not request.token_ids:
-            raise InvalidInputError(f"request {request.request_id}: empty prompt")
-        for token in request.token_ids:
-            if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-                raise InvalidInputError(f"request {request.request_id}: bad token {token!r}")
-        if len(request.data) != len(request.items):
-            raise InvalidInputError(
-                f"request {request.request_id}: {len(request.items)} items but "
-                f"{len(request.data)} images"
-            )
-        for item in request.items:
-            if not isinstance(item, MultiModalItem):
-                raise InvalidInputError(
-                    f"request {request.request_id}: items must be MultiModalItems"
-                )
-            if item.mm_position.end > len(request.token_ids):
-                raise InvalidInputError(
-                    f"request {request.request_id}: item {item.mm_hash} ends at "
-                    f"{item.mm_position.end}, past the {len(request.token_ids)}-token prompt"
-                )
-        max_new = request.max_new_tokens
-        if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
-            raise InvalidInputError(f"request {request.request_id}: max_new_tokens must be >= 1")
-        return view
+        return validate_request(request, self._requests)
 
     def _block_hashes(self, request: EngineRequest, outputs: Sequence[int]) -> list[str]:
         """The full-block hashes of the prompt followed by ``outputs`` (PFX: images
@@ -543,23 +568,7 @@ class EngineLoop:
         return dict(zip(batch, outputs, strict=True))
 
     def _gathers(self, entry: _Scheduled) -> list[GatherSpec]:
-        """``GPUModelRunner._gather_mm_embeddings``: per item overlapping the chunk, the
-        placeholder window it covers, when that window holds at least one embedding row."""
-        start = entry.num_computed_tokens
-        end = start + entry.num_new_tokens
-        specs: list[GatherSpec] = []
-        for item in entry.state.request.items:
-            position = item.mm_position
-            if position.offset >= end or position.end <= start:
-                continue
-            start_idx = max(start, position.offset) - position.offset
-            end_idx = min(end, position.end) - position.offset
-            first_row, end_row = position.get_embeds_indices_in_range(start_idx, end_idx)
-            if end_row > first_row:
-                specs.append(
-                    GatherSpec(entry.state.request_id, item.mm_hash, position, start_idx, end_idx)
-                )
-        return specs
+        return chunk_gathers(entry.state.request, entry.num_computed_tokens, entry.num_new_tokens)
 
     def _write_kv(self, entry: _Scheduled) -> None:
         """Record, per computed position, the token or embedding row it came from."""

@@ -10,60 +10,12 @@ runs inside ``schedule()`` or ``update_from_output()``.
 
 from __future__ import annotations
 
-from collections.abc import Container
+# The request and configuration checks are the reference engine's own: one definition
+# of what SYS-9 calls malformed (re-exported for adapters/vllm/engine.py).
+from reference.engine import check_config, validate_request
+from spec.types import EngineConfig, EngineRequest
 
-from spec.errors import InvalidInputError
-from spec.types import EngineConfig, EngineRequest, MultiModalItem
-
-_MINIMUMS = {
-    "token_budget": 1,
-    "encoder_compute_budget": 0,
-    "encoder_cache_size": 0,
-    "num_kv_blocks": 1,
-    "block_size": 1,
-    "hidden_size": 1,
-}
-
-
-def check_config(config: EngineConfig) -> None:
-    """``InvalidInputError`` for a config below its limits, or not ints (SYS-9)."""
-    if not isinstance(config, EngineConfig):
-        raise InvalidInputError(f"config must be an EngineConfig, got {type(config).__name__}")
-    for name, minimum in _MINIMUMS.items():
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise InvalidInputError(
-                f"EngineConfig.{name} must be an int >= {minimum}, got {value!r}"
-            )
-
-
-def validate_request(request: EngineRequest, unfinished: Container[str]) -> None:
-    """``InvalidInputError`` for a malformed request or an id already in the engine."""
-    if not isinstance(request, EngineRequest):
-        raise InvalidInputError(f"expected an EngineRequest, got {type(request).__name__}")
-    request.view()  # validates the id, and that the items are sorted and disjoint
-    rid = request.request_id
-    if rid in unfinished:
-        raise InvalidInputError(f"request {rid!r} is already in the engine")
-    if not request.token_ids:
-        raise InvalidInputError(f"request {rid}: empty prompt")
-    for token in request.token_ids:
-        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
-            raise InvalidInputError(f"request {rid}: bad token {token!r}")
-    if len(request.data) != len(request.items):
-        raise InvalidInputError(
-            f"request {rid}: {len(request.items)} items but {len(request.data)} images"
-        )
-    for item in request.items:
-        if not isinstance(item, MultiModalItem):
-            raise InvalidInputError(f"request {rid}: items must be MultiModalItems")
-        if item.mm_position.end > len(request.token_ids):
-            raise InvalidInputError(
-                f"request {rid}: item {item.mm_hash} ends past the prompt"
-            )
-    max_new = request.max_new_tokens
-    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
-        raise InvalidInputError(f"request {rid}: max_new_tokens must be >= 1")
+__all__ = ["admission_problem", "check_config", "validate_request"]
 
 
 def admission_problem(config: EngineConfig, request: EngineRequest) -> str | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
+from reference.engine import chunk_gathers
 from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
 from spec.types import EngineRequest, GatherSpec, WorkerStep
 
@@ -98,7 +99,7 @@ class EngineWorker:
         per_chunk: list[int] = []
         for req_id in order:
             new = int(scheduler_output.num_scheduled_tokens[req_id])
-            specs = _gathers(requests[req_id][0], starts[req_id], new)
+            specs = chunk_gathers(requests[req_id][0], starts[req_id], new)
             gathers += specs
             per_chunk.append(len(specs))
         rows = self.store.execute_step(
@@ -182,20 +183,3 @@ def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> 
     return ("token", int(token))
 
 
-def _gathers(request: EngineRequest, start: int, new: int) -> list[GatherSpec]:
-    """Per item overlapping ``[start, start + new)``, the placeholder window it covers,
-    when that window holds at least one embedding row (``_gather_mm_embeddings``)."""
-    end = start + new
-    specs: list[GatherSpec] = []
-    for item in request.items:
-        position = item.mm_position
-        if position.offset >= end or position.end <= start:
-            continue
-        start_idx = max(start, position.offset) - position.offset
-        end_idx = min(end, position.end) - position.offset
-        first_row, end_row = position.get_embeds_indices_in_range(start_idx, end_idx)
-        if end_row > first_row:
-            specs.append(
-                GatherSpec(request.request_id, item.mm_hash, position, start_idx, end_idx)
-            )
-    return specs
