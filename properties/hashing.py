@@ -158,7 +158,7 @@ def hash_structure_framed(parts: Parts) -> Runnable:
 @clause_property("hash_covers_processor_options", "HASH-5", subject=("hasher",))
 def hash_covers_processor_options(parts: Parts) -> Runnable:
     """HASH-5: different options give different hashes; equal options in another
-    order give the same."""
+    order give the same, and no options hash as empty options."""
 
     # A JSON-reachable collision (issue 14): the int 4607182418800017408 and the float 1.0
     # have the same eight bytes; a hash without a type tag confuses the two options.
@@ -183,5 +183,9 @@ def hash_covers_processor_options(parts: Parts) -> Runnable:
         check(h2 == h3, "HASH-5",
               f"equal options {second} in another order {list(shuffled)} hashed "
               f"differently: {h2} vs {h3}")
+        bare, empty = hasher.hash_item(image), hasher.hash_item(image, {})
+        check(bare == empty, "HASH-5",
+              f"no options and empty options are the same identity, but hashed {bare} "
+              f"and {empty}")
 
     return stateless(test)
