@@ -37,7 +37,7 @@ from properties.profiles import (
 )
 from properties.report import render
 from properties.runner import PropertyResult, Report, UnknownSelectionError, plan, verify
-from spec.clauses import load_clauses
+from spec.clauses import load_clauses, mmspec_version, spec_digest
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m properties",
         description="Run the executable specification's properties against an adapter.",
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"mmspec {mmspec_version()} (SPEC.md digest {spec_digest()})",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("verify", help="run the properties and print one verdict per clause")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from properties.runner import Failure, PropertyResult, Report, Verdict
+from spec.clauses import load_clauses, mmspec_version, spec_digest
 
 _HEADERS = ("clause", "property", "examples", "verdict", "implementation")
 _NEEDS_SECTION = (Verdict.FAIL, Verdict.ERROR, Verdict.VACUOUS)
@@ -48,7 +49,9 @@ def summary_line(report: Report) -> str:
 
 
 def _header(report: Report) -> list[str]:
+    clauses = len(load_clauses())
     lines = [
+        f"mmspec {mmspec_version()}; SPEC.md {clauses} clauses, digest {spec_digest()}",
         f"adapter: {report.adapter_name}  (ref {report.adapter_ref}, identity {report.identity})",
         f"profile: {report.profile}",
         "components:",

@@ -7,7 +7,9 @@ and every clause names properties that exist.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -105,6 +107,22 @@ def load_transition_judges() -> dict[str, dict[str, tuple[str, ...]]]:
                 for judged in _TRANSITION_JUDGES.finditer(match["body"])
             }
     return result
+
+
+def mmspec_version() -> str:
+    """The project's version, from its one place (pyproject.toml's ``[project]``)."""
+    text = (SPEC_PATH.parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    return str(tomllib.loads(text)["project"]["version"])
+
+
+@lru_cache(maxsize=1)
+def spec_digest() -> str:
+    """A digest of the clause set (each clause's id and statement, in SPEC.md's order):
+    two reports with the same digest judged the same clauses."""
+    digest = hashlib.sha256()
+    for clause in load_clauses().values():
+        digest.update(f"{clause.id}\0{clause.statement}\0".encode())
+    return digest.hexdigest()[:12]
 
 
 #: Minimum number of times each declared transition must be reached in ``ci``.
