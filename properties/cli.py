@@ -52,6 +52,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _list()
 
 
+def _environment_profile() -> str:
+    """``$HYPOTHESIS_PROFILE`` when it names one of the suite's profiles (Hypothesis' own
+    convention for choosing one), else the default; another name is said on stderr and
+    ignored (an engine's own Hypothesis profiles are not the suite's)."""
+    wanted = os.environ.get("HYPOTHESIS_PROFILE")
+    if wanted is None or wanted in PROFILES:
+        return wanted or DEFAULT_PROFILE
+    print(
+        f"mmspec: HYPOTHESIS_PROFILE={wanted!r} is not one of {', '.join(PROFILES)}; "
+        f"using {DEFAULT_PROFILE}",
+        file=sys.stderr,
+    )
+    return DEFAULT_PROFILE
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m properties",
@@ -71,7 +86,13 @@ def _parser() -> argparse.ArgumentParser:
         help="module name, .py file or package directory exposing ADAPTER "
         f"(default: {REFERENCE_REF})",
     )
-    run.add_argument("--profile", default=DEFAULT_PROFILE, choices=PROFILES)
+    run.add_argument(
+        "--profile",
+        default=_environment_profile(),
+        choices=PROFILES,
+        help=f"Hypothesis profile (default: $HYPOTHESIS_PROFILE when it names one, else "
+        f"{DEFAULT_PROFILE})",
+    )
     run.add_argument(
         "--only",
         nargs="+",
