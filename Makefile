@@ -66,6 +66,7 @@ bench-torch: $(VENV)/.torch
 
 # --- grading (docs/grading.md): a score per rubric item, reports, reproducers ---
 # make grade ADAPTER=path/to/adapter.py [RUBRIC=file.toml] [SEED=n] [FORMAT=markdown] [OUT=path]
+#            [ONLY="SPL-4 Done-2"]  (clause ids, property or item names: --only)
 #   [SANDBOX_USER=mmspec-grader] (as root: the child runs as that user, docs/grading.md)
 #   [GRADE_FLAGS="--child-prefix ... --no-reproducers"] (any further option of the grader)
 .PHONY: grade gradescope-bundle
@@ -79,7 +80,7 @@ REPRODUCERS ?= reports/grading/reproducers
 grade: $(VENV)/.installed
 	@$(RUN) -m properties grade $(ADAPTER) --profile $(GRADE_PROFILE) --format $(FORMAT) \
 		--reproducers $(REPRODUCERS) $(if $(RUBRIC),--rubric $(RUBRIC)) \
-		$(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) \
+		$(if $(SEED),--seed $(SEED)) $(if $(OUT),--out $(OUT)) $(if $(ONLY),--only $(ONLY)) \
 		$(if $(SANDBOX_USER),--sandbox-user $(SANDBOX_USER)) $(GRADE_FLAGS); \
 	status=$$?; if [ $$status -eq 1 ]; then \
 		echo "make grade: graded, points lost (the grader exited 1; make exits 0)" >&2; \
