@@ -37,7 +37,10 @@ from properties.baseline import load_verdicts  # noqa: E402 - after the path set
 
 #: Newest first: the release the adapter was written against, then older ones.
 PINNED = ("0.5.23", "0.5.22", "0.5.3")
-CLAUSES = ("PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6")
+CLAUSES = (
+    "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6",
+    "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
+)
 EXPECTED_DIR = HERE / "expected"
 REPORTS = ROOT / "reports" / "sglang"
 
