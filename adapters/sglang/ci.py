@@ -4,9 +4,9 @@
 ``.venv-sglang/bin/python adapters/sglang/ci.py`` (``make verify-sglang-ci``):
 
 1. fetches each pinned release (``adapters/sglang/fetch.py``);
-2. runs the PFX clauses — the block hasher is the component the adapter provides — in
-   a process per release (``MMSPEC_SGLANG_SRC``), saving ``reports/sglang/<version>.json``
-   and the full report ``<version>.txt``;
+2. runs the clauses of the components the adapter provides — PFX (the block hasher),
+   SPL and DIFF-1..3 (the splice) — in a process per release (``MMSPEC_SGLANG_SRC``),
+   saving ``reports/sglang/<version>.json`` and the full report ``<version>.txt``;
 3. compares: every row must have its declared verdict (``pass`` when undeclared), and
    the components must be the declared ones, so a new failure, a finding that stops
    failing, or a component that stops being provided turns the job red;
@@ -54,7 +54,7 @@ def _fetch_module() -> Any:
 
 
 def verify(version: str, tree: Path) -> Path:
-    """Run the PFX clauses against ``tree``; the saved verdicts' path."""
+    """Run :data:`CLAUSES` against ``tree``; the saved verdicts' path."""
     REPORTS.mkdir(parents=True, exist_ok=True)
     saved = REPORTS / f"{version}.json"
     command = [
