@@ -28,6 +28,7 @@ loop.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from types import ModuleType
 
 from spec.adapter import Adapter
@@ -48,6 +49,15 @@ def _optional_module(name: str) -> ModuleType | None:
         return None
 
 
+def _splice_factory(
+    mm_utils: ModuleType, mm_schedule: ModuleType | None
+) -> Callable[[], SglangSplice] | None:
+    """SGLang's splice where the release has its functions (0.5.22+), else not provided."""
+    if mm_schedule is None or not splice_available(mm_utils, mm_schedule):
+        return None
+    return lambda: SglangSplice(mm_utils, mm_schedule)
+
+
 SGLANG, SOURCE = load_sglang()
 SCHEDULE_BATCH = importlib.import_module("sglang.srt.managers.schedule_batch")
 MM_UTILS = importlib.import_module("sglang.srt.managers.mm_utils")
@@ -56,10 +66,7 @@ MM_SCHEDULE = _optional_module("sglang.srt.managers.mm_schedule")
 ADAPTER = Adapter(
     name=SOURCE.describe(),
     block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size),
-    splice=(
-        (lambda: SglangSplice(MM_UTILS, MM_SCHEDULE)) if MM_SCHEDULE is not None
-        and splice_available(MM_UTILS, MM_SCHEDULE) else None
-    ),
+    splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
 )
 
 __all__ = [

@@ -59,10 +59,9 @@ class SglangSplice:
     def __init__(self, mm_utils: ModuleType, mm_schedule: ModuleType) -> None:
         self._scatter = mm_utils._scatter_mm_embedding
         self._adjust = mm_schedule._adjust_embedding_length
-        if not hasattr(mm_schedule, "_mmspec_schedule"):
-            schedule = SimpleNamespace(chunked_prefill_size=CHUNKED_PREFILL_SIZE)
-            mm_schedule.get_schedule = lambda: schedule
-            mm_schedule._mmspec_schedule = schedule
+        schedule = SimpleNamespace(chunked_prefill_size=CHUNKED_PREFILL_SIZE)
+        # setattr: the name is SGLang's module global, looked up at call time.
+        setattr(mm_schedule, "get_schedule", lambda: schedule)  # noqa: B010
 
     def merge(
         self,
@@ -74,7 +73,8 @@ class SglangSplice:
         mask = torch.from_numpy(np.array(is_multimodal, dtype=bool)).unsqueeze(-1)
         if len(mm_embeds) == 0:
             # embed_mm_inputs skips a modality with no items: nothing is scattered.
-            return dest.numpy()
+            untouched: NDArray[Any] = dest.numpy()
+            return untouched
         embedding = torch.cat([torch.from_numpy(np.array(e)) for e in mm_embeds])
         try:
             embedding = self._adjust(embedding, int(mask.sum().item()), _SILENT)
