@@ -299,8 +299,8 @@ verify-sglang: $(SGLANG_VENV)/.installed
 	tree="$(SGLANG_TREE)" && MMSPEC_SGLANG_SRC="$$tree" $(SGLANG_VERIFY) \
 		$(if $(SAVE),--save-report $(SAVE)) $(if $(BASELINE),--baseline $(SGLANG_BASELINE_FILE))
 
-# The SGLang CI job: each pinned release's PFX verdicts against adapters/sglang/expected/,
-# then tests/test_sglang_adapter.py with MMSPEC_REQUIRE_SGLANG=1.
+# The SGLang CI job: each pinned release's PFX, SPL and DIFF-1..3 verdicts against
+# adapters/sglang/expected/, then tests/test_sglang_adapter.py with MMSPEC_REQUIRE_SGLANG=1.
 .PHONY: verify-sglang-ci
 verify-sglang-ci: $(SGLANG_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(SGLANG_PYTHON) adapters/sglang/ci.py

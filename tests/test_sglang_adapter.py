@@ -20,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TREE = ROOT / ".sglang-cache" / "sglang-0.5.23"
 REQUIRED = os.environ.get("MMSPEC_REQUIRE_SGLANG") == "1"
 
-#: The properties of the components the adapter provides (PFX-3 raises: no equivalent).
-PROVIDED = ("PFX-1", "PFX-2", "PFX-4", "PFX-5", "PFX-6")
+#: The properties of the components the adapter provides (PFX-3, SPL-5 and DIFF-2 raise:
+#: no equivalent).
+PROVIDED = ("PFX-1", "PFX-2", "PFX-4", "PFX-5", "PFX-6",
+            "SPL-1", "SPL-2", "SPL-3", "SPL-4", "DIFF-1", "DIFF-3")
 
 
 def _unavailable(reason: str) -> None:
@@ -87,3 +89,18 @@ def test_code_under_test_never_touches_torchvision(
     shim.TOUCHES.clear()
     main(["verify", "--adapter", "adapters/sglang", "--profile", "ci", "--only", *PROVIDED])
     assert shim.TOUCHES == []
+
+
+def test_splice_keeps_the_last_rows_given_too_many(adapter: ModuleType) -> None:
+    """S3, on SGLang's code alone: five rows for four positions are not an error; the
+    first image loses its first row and every later row moves up one position."""
+    import numpy as np
+
+    if adapter.ADAPTER.splice is None:
+        pytest.skip("this release has no splice function (0.5.3)")
+    first = np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
+    second = np.array([[4.0], [5.0]], dtype=np.float32)
+    out = adapter.ADAPTER.splice().merge(
+        np.zeros((4, 1), dtype=np.float32), [first, second], np.ones(4, dtype=bool)
+    )
+    assert out[:, 0].tolist() == [2.0, 3.0, 4.0, 5.0]

@@ -13,11 +13,14 @@ block_hasher   ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad-v
                rule) and the padding routine (``pad_mm_tokens``, or the per-modality
                ``MultiModalityDataPaddingPatternMultimodalTokens``): the radix key
                (:mod:`adapters.sglang.prefix`)
+splice         ``mm_schedule._adjust_embedding_length`` then
+               ``mm_utils._scatter_mm_embedding``, as ``embed_mm_inputs`` calls them
+               (0.5.22 and later; :mod:`adapters.sglang.splice`)
 =============  ==================================================================
 
 Not provided (not yet wrapped, or no equivalent): the hasher (SGLang hashes the
-processor's output tensors, not ``(data, options)``), the splice (``embed_mm_inputs``
-needs a model's embedding module), the encoder cache manager (``MultiModalCache``: to
+processor's output tensors, not ``(data, options)``), the splice in 0.5.3 (inline in
+``embed_mm_inputs``), the encoder cache manager (``MultiModalCache``: to
 be judged against ECM), the processor, encoder, scheduling hook, worker store and engine
 loop.
 """
@@ -25,19 +28,45 @@ loop.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from types import ModuleType
 
 from spec.adapter import Adapter
 
 from .prefix import SglangBlockHasher
 from .source import SglangSource, SglangSourceError, SglangUnavailableError, load_sglang
+from .splice import SglangSplice
+from .splice import available as splice_available
+
+
+def _optional_module(name: str) -> ModuleType | None:
+    """A module older releases lack (``mm_schedule`` is new by 0.5.22): None there."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name != name:
+            raise
+        return None
+
+
+def _splice_factory(
+    mm_utils: ModuleType, mm_schedule: ModuleType | None
+) -> Callable[[], SglangSplice] | None:
+    """SGLang's splice where the release has its functions (0.5.22+), else not provided."""
+    if mm_schedule is None or not splice_available(mm_utils, mm_schedule):
+        return None
+    return lambda: SglangSplice(mm_utils, mm_schedule)
+
 
 SGLANG, SOURCE = load_sglang()
 SCHEDULE_BATCH = importlib.import_module("sglang.srt.managers.schedule_batch")
 MM_UTILS = importlib.import_module("sglang.srt.managers.mm_utils")
+MM_SCHEDULE = _optional_module("sglang.srt.managers.mm_schedule")
 
 ADAPTER = Adapter(
     name=SOURCE.describe(),
     block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size),
+    splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
 )
 
 __all__ = [

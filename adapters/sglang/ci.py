@@ -4,9 +4,9 @@
 ``.venv-sglang/bin/python adapters/sglang/ci.py`` (``make verify-sglang-ci``):
 
 1. fetches each pinned release (``adapters/sglang/fetch.py``);
-2. runs the PFX clauses — the block hasher is the component the adapter provides — in
-   a process per release (``MMSPEC_SGLANG_SRC``), saving ``reports/sglang/<version>.json``
-   and the full report ``<version>.txt``;
+2. runs the clauses of the components the adapter provides — PFX (the block hasher),
+   SPL and DIFF-1..3 (the splice) — in a process per release (``MMSPEC_SGLANG_SRC``),
+   saving ``reports/sglang/<version>.json`` and the full report ``<version>.txt``;
 3. compares: every row must have its declared verdict (``pass`` when undeclared), and
    the components must be the declared ones, so a new failure, a finding that stops
    failing, or a component that stops being provided turns the job red;
@@ -37,7 +37,10 @@ from properties.baseline import load_verdicts  # noqa: E402 - after the path set
 
 #: Newest first: the release the adapter was written against, then older ones.
 PINNED = ("0.5.23", "0.5.22", "0.5.3")
-CLAUSES = ("PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6")
+CLAUSES = (
+    "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6",
+    "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
+)
 EXPECTED_DIR = HERE / "expected"
 REPORTS = ROOT / "reports" / "sglang"
 
@@ -51,7 +54,7 @@ def _fetch_module() -> Any:
 
 
 def verify(version: str, tree: Path) -> Path:
-    """Run the PFX clauses against ``tree``; the saved verdicts' path."""
+    """Run :data:`CLAUSES` against ``tree``; the saved verdicts' path."""
     REPORTS.mkdir(parents=True, exist_ok=True)
     saved = REPORTS / f"{version}.json"
     command = [
