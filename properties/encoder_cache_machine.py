@@ -10,17 +10,19 @@ planned items are then allocated; consumed items are released one at a time
 step one invariant compares the two. Transitions are recorded from the model's state
 changes (SPEC.md "## Transitions").
 
-Scenarios aim at the edges: a capacity of exactly one image, images of equal size, the
-same image twice in one request and shared across requests, budgets of 0, exactly an
-item's size and one below it, and placeholder ranges with break tokens (so that slots
-counted in tokens or in entries instead of embeddings show up).
+This module holds the rules that drive; the rest is apart, each readable alone:
+:mod:`properties.encoder_cache_scenarios` (the universe the rules draw from and the
+optional capabilities, explicit preconditions), :mod:`properties.encoder_cache_invariants`
+(one checker per clause) and :mod:`properties.encoder_cache_narration` (what a
+counterexample says). The class is built inside :func:`encoder_cache_machine` because
+it closes over the adapter's factory; its rule names, draws and labels are what a saved
+counterexample replays, so they stay as they are. Over 400 lines because Hypothesis takes
+one machine's rules from one class, and a quarter of it is imports and re-exports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import cast
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -31,142 +33,82 @@ from hypothesis.stateful import (
     rule,
 )
 
+from properties.encoder_cache_invariants import (
+    cached_of,
+    ecm1_slots,
+    ecm2_free_appends,
+    ecm2_freeable_order,
+    ecm2_released_is_newest,
+    ecm3_allocated_references,
+    ecm3_cached,
+    ecm3_check_answer,
+    ecm3_hit_references,
+    ecm3_listing,
+    ecm4_grant_leaves_room,
+    ecm4_refusal_changes_nothing,
+    ecm4_verdict,
+    ecm5_evicts_exactly,
+    ecm6_freed_references_nothing,
+    ecm6_items_covered,
+    ecm6_request_keeps_reference,
+    ecm7_drain,
+    ecm8_bookkeeping,
+    ecm9_reset_forgets,
+    snapshot,
+)
+from properties.encoder_cache_narration import (
+    fmt_cache,
+    item_label,
+    said_can_allocate,
+    said_check,
+    said_free,
+)
+from properties.encoder_cache_scenarios import (
+    BOOKKEEPING,
+    BUDGET_KINDS,
+    IMAGE_SHAPES,
+    RESET,
+    Image,
+    Scenario,
+    capability_probe,
+    make_request,
+    pick,
+    provides,
+    scenarios,
+)
 from properties.framework import (
     Parts,
     Runnable,
     TransitionRecorder,
-    check,
     clause_property,
-    is_set_aside,
     machine,
     note,
 )
 from properties.models.encoder_cache import EncoderCacheModel, Reference
-from spec.components import EncoderCacheBookkeeping, EncoderCacheManager, ResettableEncoderCache
-from spec.types import MultiModalItem, PlaceholderRange, RequestView
+from spec.components import EncoderCacheManager, ResettableEncoderCache
+from spec.types import RequestView
 
-T = TypeVar("T")
+#: Importable from here as before the split (properties/exhaustive/ecm.py, tests).
+__all__ = [
+    "BOOKKEEPING",
+    "BUDGET_KINDS",
+    "ECM_CLAUSES",
+    "IMAGE_SHAPES",
+    "RESET",
+    "Image",
+    "Scenario",
+    "cached_of",
+    "capability_probe",
+    "encoder_cache_machine",
+    "fmt_cache",
+    "make_request",
+    "pick",
+    "provides",
+    "scenarios",
+    "snapshot",
+]
 
 ECM_CLAUSES = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7", "ECM-8", "ECM-9")
-
-#: The optional capabilities (spec/components.py) ECM-8 and ECM-9 need.
-BOOKKEEPING = ("tracked_request_ids", "tracked_mm_hashes")
-RESET = ("reset",)
-
-
-def provides(cache: object, methods: tuple[str, ...]) -> bool:
-    return all(callable(getattr(cache, m, None)) for m in methods)
-
-
-def capability_probe(methods: tuple[str, ...], clause: str) -> Callable[[Parts], str | None]:
-    """Why the adapter's cache manager lacks the optional ``methods`` (None: it has them)."""
-
-    def probe(parts: Parts) -> str | None:
-        if provides(parts.encoder_cache_manager(1), methods):
-            return None
-        names = ", ".join(f"{m}()" for m in methods)
-        return f"the encoder cache manager does not provide the optional {names} ({clause})"
-
-    return probe
-
-#: (num_embeds, num_breaks) of an image: sizes 1..4, several equal; mostly no breaks.
-IMAGE_SHAPES = tuple((n, breaks) for breaks in (0, 0, 0, 1, 2) for n in (1, 2, 2, 3, 4))
-
-#: How the step's remaining encoder budget relates to the item's size.
-BUDGET_KINDS = ("ample", "ample", "ample", "exact", "exact", "just_below", "zero")
-
-
-@dataclass(frozen=True)
-class Image:
-    """One image of the scenario's universe: its content identity and range shape.
-    ``num_breaks`` placeholder positions take no embedding (row-break tokens)."""
-
-    mm_hash: str
-    num_embeds: int
-    num_breaks: int
-
-    def placeholder(self, offset: int) -> PlaceholderRange:
-        if self.num_breaks == 0:
-            return PlaceholderRange(offset, self.num_embeds)
-        mask = (True,) * self.num_embeds + (False,) * self.num_breaks
-        return PlaceholderRange(offset, len(mask), mask)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    cache_size: int
-    images: tuple[Image, ...]
-    requests: tuple[RequestView, ...]
-
-
-def make_request(request_id: str, images: list[Image]) -> RequestView:
-    """A request whose items are ``images`` in order, one text token between them."""
-    items: list[MultiModalItem] = []
-    offset = 1
-    for image in images:
-        position = image.placeholder(offset)
-        items.append(MultiModalItem(image.mm_hash, position))
-        offset = position.end + 1
-    return RequestView(request_id, tuple(items))
-
-
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    """A small universe of images (sizes 1..4, several equal), a capacity from exactly
-    one image to a few, and requests that repeat images within and across requests."""
-    num_images = draw(st.integers(3, 6))
-    # One draw per image (size and breaks together) and per pick: the fewer draws, the
-    # faster Hypothesis shrinks a failing run.
-    shapes = [draw(st.integers(0, len(IMAGE_SHAPES) - 1)) for _ in range(num_images)]
-    images = tuple(Image("ABCDEFGH"[k], *IMAGE_SHAPES[shape]) for k, shape in enumerate(shapes))
-    # Exactly one image's size (a third of the time), or room for several images but not
-    # for all of them at once, so that admission must evict, choosing among several
-    # freeable entries: eviction is the point of the machine.
-    sizes = [im.num_embeds for im in images]
-    if draw(st.integers(0, 2)) == 0:
-        cache_size = sizes[draw(st.integers(0, num_images - 1))]
-    else:
-        cache_size = draw(st.integers(max(sizes), max(max(sizes), min(12, sum(sizes) - 1))))
-    requests: list[RequestView] = []
-    for k in range(draw(st.integers(2, 4))):
-        count = draw(st.integers(1, 4))
-        picks = [images[draw(st.integers(0, num_images - 1))] for _ in range(count)]
-        if k == 0 and draw(st.booleans()):
-            picks.append(picks[0])  # the same image twice in one request (ECM-6)
-        requests.append(make_request(f"r{k + 1}", picks))
-    return Scenario(cache_size, images, tuple(requests))
-
-
-def pick(data: st.DataObject, choices: Sequence[T], label: str) -> T:
-    """One of ``choices`` (shrinking towards the first). Drawing an index from the cached
-    ``integers`` strategy is much cheaper than building ``sampled_from`` every step."""
-    return choices[data.draw(st.integers(0, len(choices) - 1), label=label)]
-
-
-def snapshot(impl: EncoderCacheManager) -> tuple[Any, ...]:
-    """Everything observable about the implementation, as plain values."""
-    return (
-        cached_of(impl),
-        list(impl.freeable.items()),
-        impl.num_free_slots,
-        impl.num_freeable_slots,
-    )
-
-
-def cached_of(impl: EncoderCacheManager) -> dict[str, set[str]]:
-    cached: Mapping[str, Any] = impl.cached
-    return {mm_hash: set(ids) for mm_hash, ids in cached.items()}
-
-
-def fmt_cache(model: EncoderCacheModel) -> str:
-    held = ", ".join(
-        f"{h}({n})<-{{{','.join(sorted(model.referencing(h)))}}}" for h, n in model.sizes.items()
-    )
-    freeable = ", ".join(model.freeable)
-    return (
-        f"held [{held}]; freeable oldest-first [{freeable}]; "
-        f"free {model.num_free_slots}, freeable slots {model.num_freeable_slots}"
-    )
 
 
 @clause_property(
@@ -217,8 +159,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             return self.impl
 
         def item_label(self, req: RequestView, input_id: int) -> str:
-            item = req.items[input_id]
-            return f"{req.request_id} item {input_id} (image {item.mm_hash}, {item.num_embeds})"
+            return item_label(req, input_id)
 
         def record_reference(self, ref: Reference) -> None:
             if ref.items_with_hash >= 2:
@@ -258,33 +199,17 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             got = self.cache.check_and_update_cache(req, input_id)
             ref = self.model.check_and_update_cache(req, input_id)
             label = self.item_label(req, input_id)
-            # Narrate what the implementation did; the model's answer only where it differs.
-            said = f"{label} checks the cache: {'hit' if got else 'miss'}"
             if ref is None:
                 self.reached("miss")
-                note(said + (" (the model: miss)" if got else ""))
             else:
                 self.reached("hit")
                 if ref.was_freeable:
                     self.reached("rereference_freeable")
                 self.record_reference(ref)
-                again = "; the freeable entry is referenced again" if ref.was_freeable else ""
-                note(said + (again if got else f" (the model: hit{again})"))
-            check(
-                got == (ref is not None),
-                "ECM-3",
-                f"{label}: check_and_update_cache returned {got}, but {item.mm_hash} is "
-                f"{'held' if ref is not None else 'not held'}",
-            )
+            note(said_check(label, got, ref))
+            ecm3_check_answer(label, item, got, ref)
             if ref is not None:
-                check(
-                    req.request_id in cached_of(self.cache).get(item.mm_hash, set())
-                    and item.mm_hash not in self.cache.freeable,
-                    "ECM-3",
-                    f"after a hit, {req.request_id} must reference {item.mm_hash} and it "
-                    f"must leave freeable; cached={cached_of(self.cache)}, "
-                    f"freeable={list(self.cache.freeable)}",
-                )
+                ecm3_hit_references(self.cache, req, item)
             return ref is not None
 
         def do_can_allocate(
@@ -299,49 +224,16 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             got = self.cache.can_allocate(req, input_id, budget, planned)
             ok, evicted = self.model.can_allocate(n, budget, planned)
             gone = sorted(set(before[0]) - set(cached_of(self.cache)))
-            said = f"{label}: can_allocate(budget={budget}, planned={planned}) -> {got}" + (
-                f", evicting {', '.join(gone)}" if gone else ""
-            )
-            if (got, set(gone)) != (ok, set(evicted)):
-                said += f" (the model: {ok}" + (
-                    f", evicting {', '.join(evicted)}, oldest released first)" if evicted else ")"
-                )
-            note(said)
+            note(said_can_allocate(label, budget, planned, got, gone, ok, evicted))
             if evicted:
                 self.reached("eviction", len(evicted))
-            check(
-                got == ok,
-                "ECM-4",
-                f"{label}: can_allocate(budget={budget}, planned={planned}) returned {got}; "
-                f"with {freeable_slots_before} freeable slots it must return {ok}",
-            )
+            ecm4_verdict(label, budget, planned, got, ok, freeable_slots_before)
             if not ok:
-                check(
-                    snapshot(self.cache) == before,
-                    "ECM-4",
-                    f"{label}: can_allocate returned False but changed the cache: "
-                    f"{before} -> {snapshot(self.cache)}",
-                )
+                ecm4_refusal_changes_nothing(self.cache, label, before)
                 return False
             evicted_impl = set(before[0]) - set(cached_of(self.cache))
-            referenced = sorted(evicted_impl - set(freeable_before))
-            check(
-                not referenced,
-                "ECM-5",
-                f"{label}: can_allocate evicted {referenced}, which a request still references",
-            )
-            check(
-                evicted_impl == set(evicted),
-                "ECM-5",
-                f"{label}: can_allocate evicted {sorted(evicted_impl)}; with freeable "
-                f"(oldest first) {freeable_before} it must evict exactly {evicted}",
-            )
-            check(
-                n + planned <= self.cache.num_free_slots,
-                "ECM-4",
-                f"{label}: can_allocate returned True, but only {self.cache.num_free_slots} "
-                f"slots are free for {n} + {planned} planned embeddings",
-            )
+            ecm5_evicts_exactly(label, evicted_impl, freeable_before, evicted)
+            ecm4_grant_leaves_room(self.cache, label, n, planned)
             return True
 
         def do_allocate(self, req: RequestView, input_id: int) -> None:
@@ -351,13 +243,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             ref = self.model.allocate(req, input_id)
             self.record_reference(ref)
             note(f"{self.item_label(req, input_id)} is allocated and referenced")
-            check(
-                req.request_id in cached_of(self.cache).get(item.mm_hash, set())
-                and input_id in self.cache.get_cached_input_ids(req),
-                "ECM-3",
-                f"after allocate, {req.request_id} must reference {item.mm_hash} through "
-                f"item {input_id}; cached={cached_of(self.cache)}",
-            )
+            ecm3_allocated_references(self.cache, req, input_id, item)
 
         # --- rules --------------------------------------------------------------------
 
@@ -469,25 +355,13 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             if release.still_used_by_request:
                 self.reached("duplicate_in_request")
                 note(f"{label} is released; {rid} still uses {h} in another item")
-                check(
-                    rid in cached_of(self.cache).get(h, set()) and h not in self.cache.freeable,
-                    "ECM-6",
-                    f"{label} is released while {rid} still has another item with {h}: "
-                    f"{rid} must keep referencing {h}; cached={cached_of(self.cache)}, "
-                    f"freeable={list(self.cache.freeable)}",
-                )
+                ecm6_request_keeps_reference(self.cache, label, rid, h)
             elif release.became_freeable:
                 note(f"{label} is released; entry {h} must become freeable (newest)")
-                freeable = list(self.cache.freeable.items())
-                check(
-                    bool(freeable) and freeable[-1] == (h, self.model.sizes[h]),
-                    "ECM-2",
-                    f"{label} released the last reference to {h}: it must be the newest "
-                    f"freeable entry with size {self.model.sizes[h]}; freeable={freeable}",
-                )
+                ecm2_released_is_newest(self.cache, self.model, label, h)
             else:
                 note(f"{label} is released; other requests still reference {h}")
-            self.check_listing(req, f"after {label} is released")
+            ecm3_listing(self.cache, self.model, req, f"after {label} is released")
 
         @precondition(lambda self: bool(self.model.uses))
         @rule(data=st.data())
@@ -508,36 +382,12 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             old_order = list(self.model.freeable)
             self.cache.free(req)
             newly = self.model.free(rid)
-            note(
-                f"request {rid} finishes (free); "
-                + (f"entries {', '.join(newly)} must become freeable" if newly else "nothing freed")
-            )
+            note(said_free(rid, newly))
             impl_order = list(self.cache.freeable)
-            check(
-                impl_order[: len(old_order)] == old_order
-                and sorted(impl_order[len(old_order) :]) == sorted(newly),
-                "ECM-2",
-                f"request {rid} finished: freeable must be {old_order} followed by "
-                f"{sorted(newly)} in some order; got {impl_order}",
-            )
+            ecm2_free_appends(rid, old_order, impl_order, newly)
             self.model.adopt_release_order(impl_order[len(old_order) :])
-            still = sorted(h for h, ids in cached_of(self.cache).items() if rid in ids)
-            check(not still, "ECM-6", f"request {rid} was freed but still references {still}")
-            self.check_listing(req, f"after request {rid} finishes")
-
-        def check_listing(self, req: RequestView, when: str) -> None:
-            """ECM-3: ``get_cached_input_ids`` lists every item holding a reference and
-            nothing whose hash is not held (other items of held hashes may be listed)."""
-            got = set(self.cache.get_cached_input_ids(req))
-            want = self.model.cached_input_ids(req.request_id)
-            allowed = {i for i, item in enumerate(req.items) if item.mm_hash in self.model.sizes}
-            check(
-                want <= got <= allowed,
-                "ECM-3",
-                f"{when}: get_cached_input_ids({req.request_id}) = {sorted(got)}; it must "
-                f"list the items holding a reference, {sorted(want)}, and may list only items "
-                f"whose hash is held, {sorted(allowed)}",
-            )
+            ecm6_freed_references_nothing(self.cache, rid)
+            ecm3_listing(self.cache, self.model, req, f"after request {rid} finishes")
 
         def do_drain(self) -> None:
             """get_freed_mm_hashes in lockstep (ECM-7)."""
@@ -550,25 +400,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 "the scheduler drains freed hashes for the worker: "
                 f"get_freed_mm_hashes() -> {got}"
             )
-            # A repeat is harmless (every consumer drops with pop(h, None)): ECM-7 judges
-            # the set of hashes reported, not how often each is listed.
-            held_now = sorted(set(got) & set(self.model.sizes))
-            check(
-                not held_now,
-                "ECM-7",
-                f"get_freed_mm_hashes reported {held_now}, which is held again",
-            )
-            reset_note = (
-                f" (and it may list {sorted(optional)}, evicted or held before a reset)"
-                if optional
-                else ""
-            )
-            check(
-                set(want) <= set(got) <= set(want) | optional,
-                "ECM-7",
-                f"get_freed_mm_hashes returned {sorted(got)}; the hashes evicted since the "
-                f"last drain and not held now are {sorted(set(want))}{reset_note}",
-            )
+            ecm7_drain(got, want, optional, set(self.model.sizes))
 
         # Only when the step has something to finish: a no-op step end would crowd out
         # the other rules (Hypothesis favours rules without arguments).
@@ -605,105 +437,25 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             cast(ResettableEncoderCache, self.cache).reset()
             self.model.reset()
             note("the engine resets the encoder cache (new weights): reset()")
-            cap = self.model.cache_size
-            state = snapshot(self.cache)
-            check(
-                state == ({}, [], cap, cap),
-                "ECM-9",
-                f"after reset() nothing may be held, freeable or referenced and all {cap} "
-                f"slots free: (cached, freeable, free, freeable slots) is {state}",
-            )
-            for req in self.requests:
-                left = sorted(self.cache.get_cached_input_ids(req))
-                check(
-                    not left,
-                    "ECM-9",
-                    f"after reset() get_cached_input_ids({req.request_id}) is {left}; the "
-                    "references are gone",
-                )
+            ecm9_reset_forgets(self.cache, self.model, self.requests)
 
-        def check_bookkeeping(self) -> None:
-            """ECM-8: state is kept only for held entries and referencing requests."""
-            if is_set_aside("ECM-8"):
-                # A leak changes none of the observable state the model follows: once
-                # found, the other clauses are judged on every run, not only on the
-                # runs that never release anything.
-                return
-            # State is needed for what the model holds or the implementation shows it
-            # holds: a divergence another clause reports (ECM-3, ECM-6) is not counted
-            # again here; only state that neither needs is a leak.
-            impl = cast(EncoderCacheBookkeeping, self.cache)
-            cached = cached_of(self.cache)
-            held = set(cached) | set(self.model.sizes)
-            hashes = set(impl.tracked_mm_hashes())
-            check(
-                hashes == held,
-                "ECM-8",
-                f"the manager keeps state for hashes {sorted(hashes)}; it holds "
-                f"{sorted(held)} (an evicted entry leaves nothing behind)",
-            )
-            referencing = {rid for ids in cached.values() for rid in ids} | set(self.model.uses)
-            requests = set(impl.tracked_request_ids())
-            check(
-                requests == referencing,
-                "ECM-8",
-                f"the manager keeps state for requests {sorted(requests)}; the requests "
-                f"referencing an entry are {sorted(referencing)} (a request that references "
-                "nothing leaves nothing behind)",
-            )
-
-        # --- the one invariant ----------------------------------------------------------
+        # --- the invariant: one checker per clause (encoder_cache_invariants) ----------
 
         @invariant()
         def agrees_with_model(self) -> None:
+            """Every clause that holds of the state after any step, one checker each."""
             if self.impl is None:
                 return
-            cap = self.model.cache_size
             free, freeable_slots = self.cache.num_free_slots, self.cache.num_freeable_slots
             note(f"the cache must now be: {fmt_cache(self.model)}")
-            check(
-                free == self.model.num_free_slots and 0 <= free <= cap,
-                "ECM-1",
-                f"num_free_slots is {free}; capacity {cap} minus held embeddings "
-                f"{dict(self.model.sizes)} is {self.model.num_free_slots}",
-            )
-            check(
-                freeable_slots == self.model.num_freeable_slots and 0 <= freeable_slots <= cap,
-                "ECM-1",
-                f"num_freeable_slots is {freeable_slots}; free {self.model.num_free_slots} "
-                f"plus freeable {dict(self.model.freeable)} is {self.model.num_freeable_slots}",
-            )
-            cached = cached_of(self.cache)
-            check(
-                cached == self.model.cached(),
-                "ECM-3",
-                f"cached is {cached}; the model holds {self.model.cached()}",
-            )
+            ecm1_slots(self.model, free, freeable_slots)
+            ecm3_cached(self.cache, self.model)
             for req in self.requests:
-                got = set(self.cache.get_cached_input_ids(req))
-                want = self.model.cached_input_ids(req.request_id)
-                # An item left out although another item with its hash is listed: the
-                # reference does not cover every item carrying the hash (ECM-6).
-                listed = {req.items[i].mm_hash for i in got if i < len(req.items)}
-                uncovered = sorted(i for i in want - got if req.items[i].mm_hash in listed)
-                check(
-                    not uncovered,
-                    "ECM-6",
-                    f"{req.request_id} references "
-                    f"{sorted({req.items[i].mm_hash for i in uncovered})}, but its items "
-                    f"{uncovered} carrying it are not covered: get_cached_input_ids = "
-                    f"{sorted(got)}, expected {sorted(want)}",
-                )
-                self.check_listing(req, "now")
-            freeable = list(self.cache.freeable.items())
-            check(
-                freeable == list(self.model.freeable.items()),
-                "ECM-2",
-                f"freeable (oldest release first) is {freeable}; the unreferenced entries "
-                f"in release order are {list(self.model.freeable.items())}",
-            )
+                ecm6_items_covered(self.cache, self.model, req)
+                ecm3_listing(self.cache, self.model, req, "now")
+            ecm2_freeable_order(self.cache, self.model)
             if self.bookkeeping:
-                self.check_bookkeeping()
+                ecm8_bookkeeping(self.cache, self.model)
 
     # Twice the profile's runs: under some seeds 100 runs reach a declared transition
     # (``duplicate_in_request``) fewer than 5 times (seed 272420487: 2), VACUOUS in the
