@@ -27,7 +27,7 @@ verify: $(VENV)/.installed
 # suite under fresh seeds (each printed first, so a failure replays: docs/grading.md)
 COUNT ?= 50
 seed-sweep: $(VENV)/.installed
-	$(RUN) -m properties.sweep --adapter $(ADAPTER) --profile $(PROFILE) --count $(COUNT) \
+	$(RUN) -m harness.sweep --adapter $(ADAPTER) --profile $(PROFILE) --count $(COUNT) \
 		$(if $(SEEDS),--seeds $(SEEDS))
 
 list: $(VENV)/.installed
@@ -36,7 +36,7 @@ list: $(VENV)/.installed
 # fuzz-setup: atheris and the Debian redis-server, for tests/test_fuzz_redis.py (docs/fuzz.md)
 test: $(VENV)/.installed fuzz-setup
 	$(RUN) -m pytest -q
-	$(RUN) -m properties.kill_matrix
+	$(RUN) -m harness.kill_matrix
 	$(MAKE) --no-print-directory typecheck lint
 
 typecheck: $(VENV)/.installed
@@ -100,7 +100,7 @@ gradescope-bundle: $(VENV)/.installed
 MUTATION_VENV ?= .venv-mutation
 
 kill-matrix: $(VENV)/.installed
-	$(RUN) -m properties.kill_matrix
+	$(RUN) -m harness.kill_matrix
 
 time-to-catch: $(VENV)/.installed
 	$(RUN) benchmarks/time_to_catch.py
@@ -244,10 +244,10 @@ $(CROSSHAIR_VENV)/.installed: requirements.txt requirements-crosshair.txt
 	touch $@
 
 crosshair: $(CROSSHAIR_VENV)/.installed
-	$(CROSSHAIR_RUN) -m properties.contracts --adapter $(ADAPTER) $(if $(ONLY),--only $(ONLY))
+	$(CROSSHAIR_RUN) -m contracts --adapter $(ADAPTER) $(if $(ONLY),--only $(ONLY))
 
 crosshair-rejections: $(CROSSHAIR_VENV)/.installed
-	$(CROSSHAIR_RUN) -m properties.contracts --rejections $(if $(ONLY),--only $(ONLY))
+	$(CROSSHAIR_RUN) -m contracts --rejections $(if $(ONLY),--only $(ONLY))
 
 crosshair-ci: $(CROSSHAIR_VENV)/.installed
 	$(CROSSHAIR_RUN) -m pytest -q tests/test_crosshair_contracts.py

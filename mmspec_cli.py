@@ -6,7 +6,7 @@ command; nothing else. The project's import roots (``spec``, ``reference``,
 are never installed (pyproject.toml): this launcher finds the checkout — ``$MMSPEC_HOME``,
 or else the folder this file lies in, which an editable install maps to the checkout —
 and puts it first on *its own process's* ``sys.path`` before running
-:mod:`properties.cli`. Everywhere else ``python -m properties`` from the checkout (what
+:mod:`harness.cli`. Everywhere else ``python -m properties`` from the checkout (what
 ``make`` runs) remains the way in.
 """
 
@@ -56,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from properties.cli import main as cli_main
+    from harness.cli import main as cli_main
 
     return cli_main(argv)
 

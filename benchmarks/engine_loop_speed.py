@@ -77,7 +77,7 @@ ADAPTER = dataclasses.replace(INNER, engine_loop=_engine_loop)
 
 _RUN = """
 import json, sys, time
-from properties.runner import verify
+from harness.runner import verify
 started = time.perf_counter()
 report = verify(sys.argv[1], sys.argv[2], only=["EngineMachine"])
 print(json.dumps({"wall": time.perf_counter() - started,

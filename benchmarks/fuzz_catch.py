@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from properties.zoo import discover  # noqa: E402
+from harness.zoo import discover  # noqa: E402
 
 _FOUND = re.compile(r"^FOUND at run (\d+): (\S+): (?:ClauseViolation\[([^\]]+)\]|(\w+))", re.M)
 

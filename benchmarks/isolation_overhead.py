@@ -16,9 +16,9 @@ import resource
 import time
 from collections.abc import Callable
 
-from properties.grading.grade import grade
-from properties.grading.rubric import load_rubric
-from properties.isolation import IsolatedSession, Limits
+from harness.grading.grade import grade
+from harness.grading.rubric import load_rubric
+from harness.isolation import IsolatedSession, Limits
 from reference.adapter import ADAPTER as REFERENCE
 
 

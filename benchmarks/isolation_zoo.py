@@ -13,9 +13,9 @@ import argparse
 import sys
 import time
 
-from properties.isolation import IsolatedSession, Limits
-from properties.runner import Verdict, verify
-from properties.zoo import discover
+from harness.isolation import IsolatedSession, Limits
+from harness.runner import Verdict, verify
+from harness.zoo import discover
 
 
 def main() -> int:

@@ -15,10 +15,10 @@ from __future__ import annotations
 import sys
 import time
 
-from properties.grading.grade import grade
-from properties.grading.rubric import load_rubric
-from properties.isolation import Limits
-from properties.zoo import discover
+from harness.grading.grade import grade
+from harness.grading.rubric import load_rubric
+from harness.isolation import Limits
+from harness.zoo import discover
 
 
 def main(names: list[str]) -> int:

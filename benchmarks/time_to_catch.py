@@ -39,12 +39,12 @@ if str(ROOT) not in sys.path:
 from hypothesis import Phase, settings  # noqa: E402
 from hypothesis.stateful import INVARIANT_MARKER, RuleBasedStateMachine  # noqa: E402
 
-from properties.catalog import registered_properties  # noqa: E402
+from harness.catalog import registered_properties  # noqa: E402
+from harness.loader import REFERENCE_REF, build_parts, load_adapter  # noqa: E402
+from harness.profiles import settings_for  # noqa: E402
+from harness.runner import Verdict, run_property  # noqa: E402
+from harness.zoo import ZooEntry, discover  # noqa: E402
 from properties.framework import ClauseViolation, Runnable  # noqa: E402
-from properties.loader import REFERENCE_REF, build_parts, load_adapter  # noqa: E402
-from properties.profiles import settings_for  # noqa: E402
-from properties.runner import Verdict, run_property  # noqa: E402
-from properties.zoo import ZooEntry, discover  # noqa: E402
 
 PROFILE = "ci"
 #: The issue's targets.

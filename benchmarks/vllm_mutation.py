@@ -36,7 +36,7 @@ process: ``python -m properties verify --adapter adapters/vllm --profile ci --vl
 --only ... --save-report JSON``. The unmutated tree is run first with the same ``--only``.
 
 - *killed*: some row's verdict differs from the unmutated tree's
-  (``properties.baseline.differences``);
+  (``harness.baseline.differences``);
 - *killed at import*: the run crashed (no saved report: vLLM's import or the adapter's
   loading failed on the mutant); counted as detected and listed apart;
 - *timeout*: the run went on past ``--timeout-factor`` times the unmutated run's time (at
@@ -74,7 +74,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from properties.baseline import SavedVerdicts, differences, load_verdicts  # noqa: E402
+from harness.baseline import SavedVerdicts, differences, load_verdicts  # noqa: E402
 
 DEFAULT_TREE = ROOT / ".vllm-cache" / "vllm-0.33.0"
 SCH = [f"SCH-{i}" for i in range(1, 12)]

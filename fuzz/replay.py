@@ -30,15 +30,15 @@ from fuzz.targets import (
     missing_subject,
     select_properties,
 )
-from properties.catalog import registered_properties
-from properties.framework import ClauseViolation
-from properties.loader import REFERENCE_REF, AdapterLoadError, build_parts, load_adapter
-from properties.profiles import (
+from harness.catalog import registered_properties
+from harness.loader import REFERENCE_REF, AdapterLoadError, build_parts, load_adapter
+from harness.profiles import (
     REDIS_URL_ENV,
     SharedDatabaseError,
     example_database,
     redis_url,
 )
+from properties.framework import ClauseViolation
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

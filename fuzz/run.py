@@ -35,15 +35,15 @@ from fuzz.targets import (
     describe_database,
     fuzz_database,
 )
-from properties.catalog import registered_properties
-from properties.loader import (
+from harness.catalog import registered_properties
+from harness.loader import (
     CHECKOUT_ROOT,
     REFERENCE_REF,
     AdapterLoadError,
     build_parts,
     load_adapter,
 )
-from properties.profiles import REDIS_URL_ENV, SharedDatabaseError, redis_url
+from harness.profiles import REDIS_URL_ENV, SharedDatabaseError, redis_url
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
+from harness.loader import LoadedAdapter
+from harness.profiles import EXAMPLES_ROOT, shared_database
 from properties.framework import ClauseViolation, Parts, PropertySpec
-from properties.loader import LoadedAdapter
-from properties.profiles import EXAMPLES_ROOT, shared_database
 
 #: The profile fuzz targets take their settings from (the database is replaced).
 FUZZ_PROFILE = "dev"
@@ -48,7 +48,7 @@ class FuzzTarget:
 def fuzz_database(adapter_id: str, redis_url: str | None) -> ExampleDatabase:
     """Where a fuzz worker saves failures: the adapter's key space in the shared Redis
     database when ``redis_url`` is given, otherwise the adapter's own directory — the
-    writable half of what :func:`properties.profiles.example_database` reads."""
+    writable half of what :func:`harness.profiles.example_database` reads."""
     if redis_url:
         return shared_database(redis_url, adapter_id)
     return DirectoryBasedExampleDatabase(EXAMPLES_ROOT / adapter_id)
@@ -94,7 +94,7 @@ def build_targets(
 
 def missing_subject(spec: PropertySpec, loaded: LoadedAdapter) -> list[str]:
     """The components under test the adapter lacks, when that makes the property "not
-    provided" (as :mod:`properties.runner` decides); empty when it runs."""
+    provided" (as :mod:`harness.runner` decides); empty when it runs."""
     absent: list[str] = [c for c in spec.subject if not loaded.provides(c)]
     if spec.subject_any and len(absent) < len(spec.subject):
         return []  # it provides some of them: run, with the reference for the rest

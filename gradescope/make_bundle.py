@@ -1,7 +1,7 @@
 """Build the Gradescope autograder zip (``make gradescope-bundle``).
 
 The zip holds, at its root, ``setup.sh`` and ``run_autograder`` (Gradescope's two
-required files), the code the grader runs (spec/, reference/, properties/, the student
+required files), the code the grader runs (spec/, reference/, properties/, harness/, the student
 template, the rubrics), ``requirements-autograder.txt`` (the runtime pins of
 requirements.txt: the same versions give the same test cases), and ``grading.env``
 (profile, seed, rubric and the submission's adapter file name). The zip is
@@ -26,13 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from properties.profiles import PROFILES  # noqa: E402 - needs the checkout on sys.path
+from harness.profiles import PROFILES  # noqa: E402 - needs the checkout on sys.path
 
 #: What the autograder needs from the checkout (folders are taken whole, minus caches).
 INCLUDED: tuple[str, ...] = (
     "spec",
     "reference",
     "properties",
+    "harness",
     "adapters/__init__.py",
     "adapters/template",
     "rubrics",

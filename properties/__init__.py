@@ -1,3 +1,6 @@
-"""Hypothesis strategies, properties, state machines, profiles and the runner that
-executes them against an adapter. Properties never import ``reference/``: they receive
-implementations through :class:`properties.framework.Parts`."""
+"""The checks of SPEC.md's clauses: Hypothesis strategies, properties, state machines,
+the models they compare against, and the vocabulary a property declares its clause with
+(:mod:`properties.framework`). Running them against an adapter and reporting is the
+harness's job (``harness/``), which imports this package, never the reverse. Properties
+never import ``reference/``: they receive implementations through
+:class:`properties.framework.Parts`."""

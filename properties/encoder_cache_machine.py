@@ -88,7 +88,7 @@ from properties.models.encoder_cache import EncoderCacheModel, Reference
 from spec.components import EncoderCacheManager, ResettableEncoderCache
 from spec.types import RequestView
 
-#: Importable from here as before the split (properties/exhaustive/ecm.py, tests).
+#: Importable from here as before the split (exhaustive/ecm.py, tests).
 __all__ = [
     "BOOKKEEPING",
     "BUDGET_KINDS",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from properties.profiles import DEFAULT_PROFILE  # importing it registers the profiles
+from harness.profiles import DEFAULT_PROFILE  # importing it registers the profiles
 
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))
 

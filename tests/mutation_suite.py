@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import pytest
 
-from properties.catalog import registered_properties
-from properties.report import render
-from properties.runner import verify
+from harness.catalog import registered_properties
+from harness.report import render
+from harness.runner import verify
 
-#: The no-shrink, derandomized profile (properties/profiles.py).
+#: The no-shrink, derandomized profile (harness/profiles.py).
 PROFILE = "mutation"
 
 

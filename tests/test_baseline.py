@@ -1,5 +1,5 @@
 """Saved verdicts and ``--baseline``: only the verdicts that differ are printed, each
-classified as fixed, broke or changed (properties/baseline.py)."""
+classified as fixed, broke or changed (harness/baseline.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import properties.runner as runner_module
-from properties import cli
-from properties.baseline import (
+import harness.runner as runner_module
+from harness import cli
+from harness.baseline import (
     BaselineError,
     SavedRow,
     SavedVerdicts,

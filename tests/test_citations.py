@@ -16,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = "EXP|HASH|ENC|ECM|SPL|SCH|PFX|WRK|DIFF|SYS"
 CLAUSE_ID = re.compile(rf"\b(?:{FAMILIES})-\d+\b")
 #: A path into the repository: a top-level folder, then a file with an extension.
-TOP = "docs|spec|tests|properties|reference|adapters|benchmarks|fuzz|gradescope|rubrics"
+TOP = (
+    "docs|spec|tests|properties|harness|exhaustive|contracts|reference|adapters|benchmarks"
+    "|fuzz|gradescope|rubrics"
+)
 CITED_PATH = re.compile(rf"(?<![\w/.-])((?:{TOP})/[\w./-]*\w\.(?:md|py|toml|json|txt))\b")
 #: A bare document name, resolved where the repository keeps it.
 BARE_DOCS = {"SPEC.md": "spec/SPEC.md", "README.md": "README.md"}
@@ -24,7 +27,8 @@ CITED_DOC = re.compile(r"(?<![\w/.-])([A-Z][A-Za-z_]*\.md)\b")
 
 
 def _sources() -> list[Path]:
-    code = [p for d in ("spec", "reference", "properties") for p in (ROOT / d).rglob("*.py")]
+    folders = ("spec", "reference", "properties", "harness", "exhaustive", "contracts")
+    code = [p for d in folders for p in (ROOT / d).rglob("*.py")]
     docs = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md", ROOT / "spec/SPEC.md"]
     return sorted(code) + docs
 

@@ -1,4 +1,4 @@
-"""The CrossHair contracts (properties/contracts, docs/crosshair.md).
+"""The CrossHair contracts (contracts, docs/crosshair.md).
 
 Two layers:
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from properties.contracts import catalog
-from properties.contracts.catalog import (
+from contracts import catalog
+from contracts.catalog import (
     BudgetCase,
     ByteSizeCase,
     EmbedsCase,
@@ -30,10 +30,10 @@ from properties.contracts.catalog import (
     ImageSizeCase,
     ScheduleCase,
 )
-from properties.contracts.contract import Contract, Implementation, holds
-from properties.contracts.mutants import MUTANTS
-from properties.contracts.search import Outcome, crosshair_available, search
-from properties.loader import load_adapter
+from contracts.contract import Contract, Implementation, holds
+from contracts.mutants import MUTANTS
+from contracts.search import Outcome, crosshair_available, search
+from harness.loader import load_adapter
 from spec.clauses import load_clauses
 
 #: A case on which each target violates its contract (the shortest counterexamples
@@ -185,7 +185,7 @@ def test_spec_lists_every_contract_with_its_clauses() -> None:
 
 @needs_crosshair
 def test_crosshair_profile_uses_the_crosshair_backend() -> None:
-    from properties import profiles
+    from harness import profiles
 
     assert profiles.settings_for("crosshair", "any-adapter").backend == "crosshair"
 
@@ -193,7 +193,7 @@ def test_crosshair_profile_uses_the_crosshair_backend() -> None:
 @needs_crosshair
 def test_crosshair_profile_catches_a_zoo_entry() -> None:
     """A stateless property under the solver backend still fails on its zoo entry."""
-    from properties.runner import Verdict, verify
+    from harness.runner import Verdict, verify
 
     report = verify(
         "adapters.zoo.sch_budget_ignores_largest_item", "crosshair", ["sch_budget_sizing"]
@@ -203,14 +203,14 @@ def test_crosshair_profile_catches_a_zoo_entry() -> None:
 
 @pytest.mark.skipif(crosshair_available(), reason="hypothesis-crosshair is installed here")
 def test_crosshair_profile_without_the_backend_says_how_to_get_it() -> None:
-    from properties import profiles
+    from harness import profiles
 
     with pytest.raises(ValueError, match="make crosshair-properties"):
         profiles.settings_for("crosshair", "any-adapter")
 
 
 def test_cli_lists_the_contracts(capsys: pytest.CaptureFixture[str]) -> None:
-    from properties.contracts.__main__ import main
+    from contracts.__main__ import main
 
     assert main(["--list"]) == 0
     listed = capsys.readouterr().out
@@ -220,7 +220,7 @@ def test_cli_lists_the_contracts(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_rejects_an_unknown_contract_and_a_bad_adapter(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from properties.contracts.__main__ import main
+    from contracts.__main__ import main
 
     with pytest.raises(SystemExit):
         main(["--only", "nonesuch"])
@@ -231,7 +231,7 @@ def test_cli_rejects_an_unknown_contract_and_a_bad_adapter(
 
 @pytest.mark.skipif(crosshair_available(), reason="CrossHair is installed here")
 def test_cli_without_crosshair_says_how_to_get_it(capsys: pytest.CaptureFixture[str]) -> None:
-    from properties.contracts.__main__ import main
+    from contracts.__main__ import main
 
     assert main(["--only", "fixed_token_count"]) == 2
     assert "make crosshair" in capsys.readouterr().err
@@ -241,7 +241,7 @@ def test_cli_without_crosshair_says_how_to_get_it(capsys: pytest.CaptureFixture[
 def test_verify_with_the_crosshair_profile_without_the_backend_is_a_usage_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from properties import cli
+    from harness import cli
 
     assert cli.main(["verify", "--profile", "crosshair", "--only", "exp_toy_policy"]) == 2
     assert "make crosshair-properties" in capsys.readouterr().err

@@ -1,13 +1,13 @@
 """Finding classes of the pinned vLLM releases (issue 14): a defect that stands, or a row
 that differs from the declaration, makes `verify --vllm VERSION` fail; hazards alone do
-not (properties/declared.py)."""
+not (harness/declared.py)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from properties.declared import CLASSES, judge, load_declaration, release_of
-from properties.runner import ClauseRow, Report, Verdict
+from harness.declared import CLASSES, judge, load_declaration, release_of
+from harness.runner import ClauseRow, Report, Verdict
 
 
 def report_with(rows: list[tuple[str, str, str]], name: str = "vllm 0.33.0 (tree x)") -> Report:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from properties.grading.grade import GRADING_PROFILE, grade
-from properties.grading.rubric import load_rubric
-from properties.sweep import fresh_seeds, main
+from harness.grading.grade import GRADING_PROFILE, grade
+from harness.grading.rubric import load_rubric
+from harness.sweep import fresh_seeds, main
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "docs" / "grading.md", ROOT / "README.md")
@@ -46,7 +46,7 @@ def test_the_second_implementation_does_not_use_the_reference() -> None:
     folder = ROOT / "tests" / "fixtures" / "from_spec"
     for source in sorted(folder.glob("*.py")):
         text = source.read_text(encoding="utf-8")
-        for forbidden in ("reference", "properties", "adapters"):
+        for forbidden in ("reference", "properties", "harness", "adapters"):
             assert not re.search(rf"^\s*(from|import) {forbidden}\b", text, re.M), (
                 f"{source.name} imports {forbidden}"
             )

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from properties.cli import main
+from exhaustive.check import COVERED, SCOPES, Exhaustive, Scopes
+from exhaustive.ecm import EcmScope, EcmSpace
+from exhaustive.engine import CONFIGS, EngineScope
+from exhaustive.search import SearchResult, explore
+from harness.cli import main
+from harness.grading.grade import ItemStatus, grade
+from harness.grading.rubric import load_rubric
+from harness.loader import build_parts, load_adapter
+from harness.runner import Verdict, verify
+from harness.zoo import discover
 from properties.encoder_cache_machine import encoder_cache_machine
-from properties.exhaustive.check import COVERED, SCOPES, Exhaustive, Scopes
-from properties.exhaustive.ecm import EcmScope, EcmSpace
-from properties.exhaustive.engine import CONFIGS, EngineScope
-from properties.exhaustive.search import SearchResult, explore
 from properties.framework import ClauseViolation
-from properties.grading.grade import ItemStatus, grade
-from properties.grading.rubric import load_rubric
-from properties.loader import build_parts, load_adapter
-from properties.runner import Verdict, verify
-from properties.zoo import discover
 from spec.clauses import SPEC_PATH, load_clauses
 
 ROOT = Path(__file__).resolve().parents[1]

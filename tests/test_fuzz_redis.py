@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from properties.loader import load_adapter
-from properties.profiles import REDIS_KEY_PREFIX
+from harness.loader import load_adapter
+from harness.profiles import REDIS_KEY_PREFIX
 
 ROOT = Path(__file__).resolve().parents[1]
 ADAPTER = "adapters.zoo.hash_by_length"  # mm_hash of the size: breaks HASH-2 and HASH-3

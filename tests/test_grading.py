@@ -17,13 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mmspec_cli
-from properties.catalog import registered_properties
+from harness.catalog import registered_properties
+from harness.grading.formats import FORMATS, render
+from harness.grading.grade import SECRET_SEED, GradeReport, ItemStatus, grade
+from harness.grading.rubric import Rubric, load_rubric
+from harness.loader import build_parts, load_adapter
+from harness.runner import Verdict, run_property
 from properties.framework import Parts, PropertySpec, Runnable, stateless
-from properties.grading.formats import FORMATS, render
-from properties.grading.grade import SECRET_SEED, GradeReport, ItemStatus, grade
-from properties.grading.rubric import Rubric, load_rubric
-from properties.loader import build_parts, load_adapter
-from properties.runner import Verdict, run_property
 from spec.adapter import COMPONENTS
 from tests.conftest import ROOT
 

@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 import xmlschema
 
-from properties.grading.formats import render
-from properties.grading.formats.junit import render_junit
-from properties.grading.grade import GradeReport, ItemStatus, grade
-from properties.grading.rubric import load_rubric
+from harness.grading.formats import render
+from harness.grading.formats.junit import render_junit
+from harness.grading.grade import GradeReport, ItemStatus, grade
+from harness.grading.rubric import load_rubric
 from tests.conftest import FIXTURES
 
 RUBRIC = load_rubric()

@@ -107,7 +107,7 @@ def test_the_bundle_has_gradescopes_layout(bundle: Path) -> None:
         pins = archive.read("requirements-autograder.txt").decode()
     assert {"setup.sh", "run_autograder", "grading.env", "requirements-autograder.txt"} <= names
     assert modes["setup.sh"] == modes["run_autograder"] == 0o755
-    assert {"spec/SPEC.md", "properties/grading/grade.py", "rubrics/default.toml",
+    assert {"spec/SPEC.md", "harness/grading/grade.py", "rubrics/default.toml",
             "adapters/template/adapter.py"} <= names
     assert not [n for n in names if "__pycache__" in n or n.startswith(("tests/", ".venv"))]
     assert f"SEED={SECRET}" in env and "PROFILE=ci" in env

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from properties.grading.counterexample import narration, numbered, parse_blob
-from properties.grading.recording import Call, Construction, Returned, recording_parts
-from properties.grading.replay_runtime import Labels, Mismatch, expect, normal, raises, show
-from properties.grading.reproducer import (
+from harness.grading.counterexample import narration, numbered, parse_blob
+from harness.grading.recording import Call, Construction, Returned, recording_parts
+from harness.grading.replay_runtime import Labels, Mismatch, expect, normal, raises, show
+from harness.grading.reproducer import (
     ScriptContext,
     Unrenderable,
     _apply,
@@ -22,7 +22,7 @@ from properties.grading.reproducer import (
     oracle_outcomes,
     verify_script,
 )
-from properties.loader import build_parts, load_adapter
+from harness.loader import build_parts, load_adapter
 from spec.errors import SpliceCountError
 from spec.types import (
     MultiModalItem,
@@ -259,7 +259,8 @@ def _script_for_broadcasting_splice() -> str:
 def test_a_script_reproduces_on_the_buggy_build_and_passes_on_the_reference() -> None:
     script = _script_for_broadcasting_splice()
     imports = [line for line in script.splitlines() if line.startswith(("import ", "from "))]
-    assert not [i for i in imports if "hypothesis" in i or "properties" in i], imports
+    ours = ("hypothesis", "properties", "harness")
+    assert not [i for i in imports if any(name in i for name in ours)], imports
     assert "with raises(1, " in script and "SpliceCountError" in script
     buggy = verify_script(script, "repro_test.py")
     assert buggy.reproduces and buggy.step == 1, buggy

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from properties.grading.formats import render
-from properties.grading.formats.common import reproducer_outcome, run_line
-from properties.grading.grade import GradeReport, grade
-from properties.grading.reproducer import Verification, _runtime_source, verify_script
-from properties.grading.rubric import load_rubric
-from properties.isolation import Limits
+from harness.grading.formats import render
+from harness.grading.formats.common import reproducer_outcome, run_line
+from harness.grading.grade import GradeReport, grade
+from harness.grading.reproducer import Verification, _runtime_source, verify_script
+from harness.grading.rubric import load_rubric
+from harness.isolation import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = load_rubric(None)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.grading.rubric import (
+from harness.grading.rubric import (
     DEFAULT_RUBRIC,
     VISIBILITIES,
     RubricError,

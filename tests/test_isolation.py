@@ -1,4 +1,4 @@
-"""Isolation (properties/isolation/): the wire codec carries plain data only and refuses
+"""Isolation (harness/isolation/): the wire codec carries plain data only and refuses
 the rest, returned values are checked against the Protocols, and grading through the
 child gives the same reports as grading in process — for the reference (full marks)
 and for zoo entries (the same failures, counterexamples and reproducers)."""
@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from properties.grading.formats import FORMATS, render
-from properties.grading.grade import IN_PROCESS, GradeReport, grade
-from properties.grading.rubric import load_rubric
-from properties.isolation import IsolatedSession, Limits, wire
-from properties.isolation.proxy import BadReturnValue, conforms
-from properties.loader import AdapterLoadError
+from harness.grading.formats import FORMATS, render
+from harness.grading.grade import IN_PROCESS, GradeReport, grade
+from harness.grading.rubric import load_rubric
+from harness.isolation import IsolatedSession, Limits, wire
+from harness.isolation.proxy import BadReturnValue, conforms
+from harness.loader import AdapterLoadError
 from spec.components import EngineSnapshot, RequestSnapshot
 from spec.types import (
     MultiModalItem,

@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+import harness.runner
 import properties.framework
 import properties.hashing
-import properties.runner
-from properties.grading.formats import FORMATS, render
-from properties.grading.grade import GradeReport, ItemStatus, grade
-from properties.grading.rubric import load_rubric
-from properties.isolation import IsolatedSession, Limits
+from harness.grading.formats import FORMATS, render
+from harness.grading.grade import GradeReport, ItemStatus, grade
+from harness.grading.rubric import load_rubric
+from harness.isolation import IsolatedSession, Limits
 from tests.conftest import FIXTURES, ROOT
 
 HOSTILE = FIXTURES / "hostile"
@@ -208,7 +208,7 @@ def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:
         properties.framework.check,
         properties.hashing.check,
         properties.framework.ClauseViolation,
-        properties.runner.run_property,
+        harness.runner.run_property,
         given,
     )
     _graded("monkeypatch_grader")
@@ -216,7 +216,7 @@ def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:
         properties.framework.check,
         properties.hashing.check,
         properties.framework.ClauseViolation,
-        properties.runner.run_property,
+        harness.runner.run_property,
         hypothesis.given,
     )
     assert now == originals

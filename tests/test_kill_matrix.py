@@ -1,7 +1,7 @@
 """The kill matrix judges honestly, and the zoo holds the mistakes issue 7 names.
 
 The matrix itself runs as its own step of ``make test`` (``python -m
-properties.kill_matrix``, which fails on a surviving entry, an entry killed only by an
+harness.kill_matrix``, which fails on a surviving entry, an entry killed only by an
 exception, or a property that kills nothing); these tests check its judging and
 rendering on synthetic rows, one real row, and that ``make test`` runs it.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from properties.catalog import registered_properties
-from properties.kill_matrix import (
+from harness.catalog import registered_properties
+from harness.kill_matrix import (
     KILLED_BY_OTHER,
     KILLED_BY_OWN,
     Row,
@@ -21,7 +21,7 @@ from properties.kill_matrix import (
     render,
     run_entry,
 )
-from properties.zoo import ZooEntry, catalogue, discover
+from harness.zoo import ZooEntry, catalogue, discover
 from tests.conftest import ROOT
 
 #: Issue 7's list of real mistakes, each with the zoo entries that make it.
@@ -70,14 +70,14 @@ def test_the_zoo_holds_every_mistake_the_issue_names() -> None:
 
 def test_the_catalogue_is_current() -> None:
     written = (ROOT / "docs" / "zoo.md").read_text(encoding="utf-8")
-    assert written == catalogue(discover()), "regenerate: python -m properties.zoo > docs/zoo.md"
+    assert written == catalogue(discover()), "regenerate: python -m harness.zoo > docs/zoo.md"
 
 
 def test_make_test_prints_the_kill_matrix() -> None:
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     target = re.search(r"^test:.*\n((?:\t.*\n)+)", makefile, re.M)
     assert target, "the Makefile has no test target"
-    assert "-m properties.kill_matrix" in target.group(1)
+    assert "-m harness.kill_matrix" in target.group(1)
 
 
 def _entry(name: str, components: tuple[str, ...], killed_by: str) -> ZooEntry:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from properties.loader import (
+from harness.loader import (
     NOT_PROVIDED,
     AdapterLoadError,
     arity_problem,
@@ -231,7 +231,7 @@ def test_arity_rule_on_real_protocols() -> None:
 def test_an_adapters_own_folder_is_importable_but_never_a_package_of_the_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from properties.loader import CHECKOUT_ROOT, make_siblings_importable
+    from harness.loader import CHECKOUT_ROOT, make_siblings_importable
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     make_siblings_importable(str(CHECKOUT_ROOT / "adapters" / "torch"))

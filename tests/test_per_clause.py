@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from properties.grading.grade import ItemStatus, grade
-from properties.grading.rubric import load_rubric
-from properties.report import render
-from properties.runner import Report, Verdict, verify
+from harness.grading.grade import ItemStatus, grade
+from harness.grading.rubric import load_rubric
+from harness.report import render
+from harness.runner import Report, Verdict, verify
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_BUGS = "tests/fixtures/two_cache_bugs.py"

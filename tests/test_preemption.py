@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.runner import Verdict, verify
+from harness.runner import Verdict, verify
 from tests.test_reference_engine import chunks_of, engine, request
 
 

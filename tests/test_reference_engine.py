@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
+from harness.runner import Verdict, verify
 from properties.framework import REGISTRY
-from properties.runner import Verdict, verify
 from reference.encoder import Encoder
 from reference.encoder_cache import EncoderCacheManager
 from reference.engine import EngineLoop

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-import properties.runner as runner_module
-from properties import cli, profiles
+import harness.runner as runner_module
+from harness import cli, profiles
+from harness.report import render, summary_line
+from harness.runner import Report, Verdict, verify
 from properties.framework import (
     ClauseViolation,
     ComponentName,
@@ -28,8 +30,6 @@ from properties.framework import (
     machine,
     stateless,
 )
-from properties.report import render, summary_line
-from properties.runner import Report, Verdict, verify
 from spec.clauses import MIN_TRANSITION_HITS, Clause
 
 GOOD = str(Path(__file__).resolve().parent / "fixtures" / "good_adapter.py")

@@ -84,7 +84,7 @@ def test_code_under_test_never_touches_torchvision(
     shim: ModuleType, adapter: ModuleType
 ) -> None:
     """Every property of a provided component runs, and not one touch is recorded."""
-    from properties.cli import main
+    from harness.cli import main
 
     shim.TOUCHES.clear()
     main(["verify", "--adapter", "adapters/sglang", "--profile", "ci", "--only", *PROVIDED])

@@ -8,8 +8,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from properties.catalog import registered_properties
-from properties.loader import build_parts, load_adapter
+from harness.catalog import registered_properties
+from harness.loader import build_parts, load_adapter
 from spec.clauses import load_clauses, load_transition_judges, load_transitions
 from tests.test_zoo import ENTRIES
 

@@ -79,7 +79,7 @@ def test_without_torch_the_adapter_reports_itself_unavailable_in_one_line() -> N
     # A None entry in sys.modules makes `import torch` fail as if it were not installed.
     script = (
         "import sys; sys.modules['torch'] = None\n"
-        "from properties.loader import AdapterLoadError, load_adapter\n"
+        "from harness.loader import AdapterLoadError, load_adapter\n"
         "try:\n"
         "    load_adapter('adapters/torch')\n"
         "except AdapterLoadError as e:\n"
@@ -186,7 +186,7 @@ def torch_modules() -> dict[str, Any]:
 @needs_torch
 def test_loading_imports_no_reference_module() -> None:
     script = (
-        "from properties.loader import load_adapter\n"
+        "from harness.loader import load_adapter\n"
         "import sys\n"
         "load_adapter('adapters/torch')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'reference'))\n"
@@ -204,7 +204,7 @@ def test_loading_imports_no_reference_module() -> None:
 
 @needs_torch
 def test_the_adapter_meets_the_protocols_and_the_extensions(torch_modules: dict[str, Any]) -> None:
-    from properties.loader import check_adapter
+    from harness.loader import check_adapter
 
     adapter = torch_modules["adapter"].ADAPTER
     assert check_adapter(adapter) == []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.baseline import SavedVerdicts, load_verdicts
+from harness.baseline import SavedVerdicts, load_verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".vllm-cache"
@@ -135,7 +135,7 @@ def test_without_vllm_the_adapter_fails_to_load_with_one_clear_line() -> None:
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed in this environment")
     probe = (
-        "from properties.loader import AdapterLoadError, load_adapter\n"
+        "from harness.loader import AdapterLoadError, load_adapter\n"
         "try:\n    load_adapter('adapters/vllm')\n"
         "except AdapterLoadError as e:\n    print(e)\n"
     )

@@ -2,21 +2,21 @@
 
 A zoo entry (``adapters/zoo/<name>.py``) is a deliberately buggy implementation that
 declares ``BREAKS`` (the clause it violates), ``KILLED_BY`` (the property that must
-catch it), ``ORIGIN`` and ``ADAPTER`` (:mod:`properties.zoo` reads them). Running
+catch it), ``ORIGIN`` and ``ADAPTER`` (:mod:`harness.zoo` reads them). Running
 ``KILLED_BY`` against it in the ``ci`` profile must give FAIL on ``BREAKS`` — a
 :class:`~properties.framework.ClauseViolation`, not an exception escaping the adapter
 (that would be ERROR). And the reference must pass every property that kills something,
 or the kill proves nothing. ``make test`` also prints the kill matrix
-(:mod:`properties.kill_matrix`): every property against every entry it can see.
+(:mod:`harness.kill_matrix`): every property against every entry it can see.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from properties.report import render
-from properties.runner import Verdict, verify
-from properties.zoo import ZooEntry, discover
+from harness.report import render
+from harness.runner import Verdict, verify
+from harness.zoo import ZooEntry, discover
 
 ENTRIES = discover()
 RUNNABLE = [e for e in ENTRIES if e.needs is None]

@@ -33,7 +33,7 @@ ROOT = HERE.parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
-from properties.baseline import load_verdicts  # noqa: E402 - after the path set-up above
+from harness.baseline import load_verdicts  # noqa: E402 - after the path set-up above
 
 #: Newest first: the release the adapter was written against, then older ones.
 PINNED = ("0.5.23", "0.5.22", "0.5.3")

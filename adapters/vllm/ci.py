@@ -43,12 +43,12 @@ ROOT = HERE.parents[1]
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
-from properties.baseline import (  # noqa: E402 - after the path set-up above
+from harness.baseline import (  # noqa: E402 - after the path set-up above
     SavedVerdicts,
     load_verdicts,
     render_differences,
 )
-from properties.declared import load_declaration  # noqa: E402
+from harness.declared import load_declaration  # noqa: E402
 
 
 def _sibling(name: str) -> ModuleType:

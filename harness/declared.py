@@ -1,0 +1,118 @@
+"""The findings declared for a pinned vLLM release, and their classes (issue 14).
+
+``adapters/vllm/expected/<version>.json`` declares, for one release, the verdict of every
+row that is neither ``pass`` nor ``not provided`` and the finding behind it
+(docs/findings.md), and classes each finding from the engine's point of view:
+
+- ``defect``: reachable through the engine's own callers, with an effect a user sees;
+- ``hazard``: the component breaks its contract, but no caller in that release reaches
+  it (``why`` names the guard).
+
+(A *withdrawn* finding has no row: its clause was fixed, and the release passes it.)
+
+``verify --vllm VERSION`` (and ``--vllm-src`` of a tree whose version is declared) then
+exits non-zero only for a defect that stands or for a row that differs from the
+declaration; hazards are printed in their own section and leave a clean release green.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.runner import ACCEPTED, Report
+
+EXPECTED_DIR = Path(__file__).resolve().parents[1] / "adapters" / "vllm" / "expected"
+CLASSES = ("defect", "hazard")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    version: str
+    #: (clause, property) -> (verdict, finding id)
+    rows: dict[tuple[str, str], tuple[str, str]]
+    #: finding id -> (class, why)
+    findings: dict[str, tuple[str, str]]
+
+
+class DeclarationError(ValueError):
+    """A declaration file that is malformed (a finding without a class, say)."""
+
+
+def load_declaration(version: str) -> Declaration | None:
+    """The declaration of ``version``, or None when the release is not pinned."""
+    path = EXPECTED_DIR / f"{version}.json"
+    if not path.is_file():
+        return None
+    data: Any = json.loads(path.read_text(encoding="utf-8"))
+    rows = {
+        (str(r["clause"]), str(r["property"])): (str(r["verdict"]), str(r["finding"]))
+        for r in data["expected"]
+    }
+    findings = {
+        str(k): (str(v["class"]), str(v.get("why", "")))
+        for k, v in data.get("findings", {}).items()
+    }
+    unclassed = sorted({f for _, f in rows.values()} - set(findings))
+    bad = sorted(f for f, (c, _) in findings.items() if c not in CLASSES)
+    if unclassed or bad:
+        raise DeclarationError(
+            f"{path}: findings without a class {unclassed}, with an unknown class {bad} "
+            f"(one of {', '.join(CLASSES)})"
+        )
+    return Declaration(str(data["version"]), rows, findings)
+
+
+def release_of(report: Report) -> str | None:
+    """The vLLM version an adapter name like ``vllm 0.33.0 (source tree ...)`` names."""
+    match = re.match(r"vllm (\d+\.\d+\.\d+)\b(?![.+\w])", report.adapter_name)
+    return match.group(1) if match else None
+
+
+def judge(
+    report: Report, declaration: Declaration, partial: bool = False
+) -> tuple[list[str], bool]:
+    """The section to print and whether the run is clean: every row as declared, and
+    no defect standing. ``partial`` (``--only``): declared rows the run did not include
+    are not missing."""
+    differs: list[str] = []
+    by_class: dict[str, list[str]] = {c: [] for c in CLASSES}
+    seen = set()
+    for row in report.rows:
+        key = (row.clause, row.property)
+        seen.add(key)
+        declared = declaration.rows.get(key)
+        if declared is None:
+            if row.verdict not in ACCEPTED:
+                differs.append(f"NEW {row.verdict.value}: {row.clause} {row.property}")
+            continue
+        verdict, finding = declared
+        if verdict != row.verdict.value:
+            differs.append(
+                f"{row.clause} {row.property}: {row.verdict.value}, declared {verdict} "
+                f"({finding})"
+            )
+            continue
+        kind, why = declaration.findings[finding]
+        by_class[kind].append(f"{finding} {row.clause} {row.property} {verdict}: {why}")
+    differs += [
+        f"{c} {p}: declared {v} ({f}) but not in the run"
+        for (c, p), (v, f) in declaration.rows.items()
+        if (c, p) not in seen and not partial
+    ]
+    lines = [f"== declared findings of vLLM {declaration.version} (docs/findings.md) =="]
+    for kind in CLASSES:
+        lines.append(f"{kind}s: {len(by_class[kind])} rows")
+        lines += [f"  {entry}" for entry in by_class[kind]]
+    if differs:
+        lines.append(f"differs from adapters/vllm/expected/{declaration.version}.json:")
+        lines += [f"  {entry}" for entry in differs]
+    clean = not differs and not by_class["defect"]
+    lines.append(
+        "verdict: " + ("clean (hazards only)" if clean else
+                       "defects stand" if not differs else "differs from the declaration")
+    )
+    return lines, clean

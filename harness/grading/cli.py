@@ -1,0 +1,174 @@
+"""``python -m properties grade``: grade an adapter against a rubric.
+
+Exit status: 0 with full marks, 1 otherwise, 2 when the command line or the rubric is
+wrong or the adapter cannot be loaded (the report is still written then, with zero
+points and what is wrong, so that an autograder always has a result to show).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from exhaustive.check import SCOPES, Exhaustive, add_exhaustive_option
+from exhaustive.search import CloneMode
+from harness.grading.formats import FORMATS, render
+from harness.grading.grade import GRADING_PROFILE, GradeReport, grade
+from harness.grading.rubric import RubricError, load_rubric
+from harness.isolation.options import (
+    add_isolation_options,
+    limits_from,
+    show_submission_output,
+)
+from harness.loader import REFERENCE_REF
+from harness.profiles import PROFILES
+
+EXIT_FULL_MARKS, EXIT_POINTS_LOST, EXIT_USAGE = 0, 1, 2
+
+
+def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``grade`` on the ``python -m properties`` command line."""
+    parser = commands.add_parser(
+        "grade",
+        help="grade an adapter against a rubric (score per item, reports, reproducers)",
+        description="Run the properties a rubric needs against an adapter and report a "
+        "score per rubric item, with a minimal counterexample and a standalone "
+        "reproducer script for every failure (docs/grading.md).",
+    )
+    parser.add_argument(
+        "adapter",
+        nargs="?",
+        default=REFERENCE_REF,
+        metavar="ADAPTER",
+        help=f"module name, .py file or package directory exposing ADAPTER "
+        f"(default: {REFERENCE_REF})",
+    )
+    parser.add_argument("--profile", default=GRADING_PROFILE, choices=PROFILES)
+    parser.add_argument(
+        "--rubric", metavar="FILE", help="rubric TOML file (default: rubrics/default.toml)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="run every property from this seed instead of the profile's derandomized "
+        "default: a different, equally repeatable run (an instructor's secret seed)",
+    )
+    parser.add_argument(
+        "--seed-file",
+        metavar="FILE",
+        help="read the seed from FILE: a secret seed stays off the command line, which "
+        "any process on the machine may read (/proc/PID/cmdline)",
+    )
+    parser.add_argument(
+        "--hide-seed",
+        action="store_true",
+        help=f"write --seed {'SECRET'} instead of the seed in the report's commands",
+    )
+    parser.add_argument("--format", default="text", choices=tuple(FORMATS))
+    parser.add_argument("--out", metavar="PATH", help="write the report here (default: stdout)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        metavar="NAME",
+        help="grade only the items holding these properties, clause ids or item names",
+    )
+    parser.add_argument(
+        "--reproducers",
+        metavar="DIR",
+        help="also write each failure's reproducer script into DIR",
+    )
+    parser.add_argument(
+        "--no-reproducers",
+        action="store_true",
+        help="skip building reproducer scripts (faster; counterexamples are still shown)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_isolation_options(parser, isolated_by_default=True)
+    add_exhaustive_option(parser)
+
+
+def _clone_mode(args: argparse.Namespace) -> CloneMode:
+    """An isolated adapter's components live in the child and cannot be deep-copied, so
+    the exhaustive search reaches each state by replaying its path there."""
+    mode: CloneMode = "replay" if limits_from(args) is not None else args.clone
+    return mode
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    try:
+        rubric = load_rubric(args.rubric)
+        if args.seed_file:
+            args.seed = _read_seed(args.seed_file)
+    except (RubricError, ValueError, OSError) as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+
+    def progress(message: str) -> None:
+        if not args.quiet:
+            print(f"[grade] {message}", file=sys.stderr, flush=True)
+
+    try:
+        report = grade(
+            args.adapter,
+            rubric,
+            args.profile,
+            args.seed,
+            only=args.only,
+            hide_seed=args.hide_seed,
+            reproducers=not args.no_reproducers,
+            progress=progress,
+            isolation=limits_from(args),
+            exhaustive=(
+                Exhaustive(SCOPES[args.exhaustive], clone=_clone_mode(args))
+                if args.exhaustive
+                else None
+            ),
+        )
+    except ValueError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    show_submission_output(report.submission_output)
+    _write(render(report, args.format), args.out)
+    if args.out:
+        progress(f"{args.format} report written to {args.out}")
+    if args.reproducers:
+        written = _write_reproducers(report, Path(args.reproducers))
+        progress(f"{written} reproducer script(s) written to {args.reproducers}")
+    if report.load_error is not None:
+        print(report.load_error, file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_FULL_MARKS if report.score == report.max_score else EXIT_POINTS_LOST
+
+
+def _read_seed(path: str) -> int | None:
+    """The seed in ``path`` (an integer; an empty file: none)."""
+    text = Path(path).read_text(encoding="utf-8").strip()
+    try:
+        return int(text) if text else None
+    except ValueError:
+        raise ValueError(f"--seed-file {path}: not an integer seed") from None
+
+
+def _write(text: str, out: str | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _write_reproducers(report: GradeReport, folder: Path) -> int:
+    folder.mkdir(parents=True, exist_ok=True)
+    written: set[str] = set()
+    for result in report.items:
+        for failure in result.failures:
+            reproducer = failure.reproducer
+            if reproducer is None or reproducer.filename in written:
+                continue
+            (folder / reproducer.filename).write_text(reproducer.script, encoding="utf-8")
+            written.add(reproducer.filename)
+    return len(written)

@@ -1,0 +1,50 @@
+"""The optional extension Protocols a component may also meet.
+
+Some properties ask more of a component when it offers more (the differential checks
+run bfloat16 when a splice has ``merge_bfloat16``): the child reports which extension
+members its object has, and the grader's proxy offers exactly those, so that
+``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
+"""
+
+from __future__ import annotations
+
+from harness.loader import protocol_members
+from properties.differential import Bfloat16Splice, MultiPrecisionEncoder
+
+#: component -> the extension Protocols its product may meet.
+EXTENSIONS: dict[str, tuple[type, ...]] = {
+    "splice": (Bfloat16Splice,),
+    "encoder": (MultiPrecisionEncoder,),
+}
+
+
+def extension_members(component: str, product: object) -> tuple[str, ...]:
+    """The members of ``component``'s extension Protocols that ``product`` has, for
+    each Protocol whose members it has all of."""
+    found: list[str] = []
+    for protocol in EXTENSIONS.get(component, ()):
+        names = tuple(protocol_members(protocol))
+        if all(hasattr(product, name) for name in names):
+            found += names
+    return tuple(found)
+
+
+def extension_protocols(component: str) -> tuple[type, ...]:
+    return EXTENSIONS.get(component, ())
+
+
+def observed_properties(component: str, extras: tuple[str, ...]) -> tuple[str, ...]:
+    """The Protocol properties of ``component`` (and of the extension members
+    ``extras``) that the child reads after every call (see :mod:`.child`)."""
+    from spec.adapter import COMPONENTS
+
+    protocols = dict(COMPONENTS)
+    members = protocol_members(protocols[component])
+    names = [n for n, d in members.items() if isinstance(d, property)]
+    for protocol in extension_protocols(component):
+        names += [
+            n
+            for n, d in protocol_members(protocol).items()
+            if isinstance(d, property) and n in extras
+        ]
+    return tuple(names)

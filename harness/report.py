@@ -1,0 +1,157 @@
+"""Render a :class:`~harness.runner.Report` as text.
+
+Layout: a header naming the adapter and the implementation behind every component; one
+table row per (clause, property); for every FAIL, ERROR or VACUOUS a section with the
+clause's statement and production symptom (from SPEC.md), the message, the minimal
+counterexample and how to replay it; then one summary line. Everything but the summary
+line is a function of the adapter and the profile, so two runs can be diffed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.runner import Failure, PropertyResult, Report, Verdict
+from spec.clauses import load_clauses, mmspec_version, spec_digest
+
+_HEADERS = ("clause", "property", "examples", "verdict", "implementation")
+_NEEDS_SECTION = (Verdict.FAIL, Verdict.ERROR, Verdict.VACUOUS)
+
+
+def render(report: Report, replay_options: str = "") -> str:
+    """The whole report, ending with a newline. ``replay_options`` are appended to each
+    replay command (e.g. `` --vllm-src PATH``: what else the run needed)."""
+    lines = _header(report)
+    lines += ["", *_table(report)]
+    for result in report.results.values():
+        if result.verdict in _NEEDS_SECTION or result.set_aside:
+            lines += ["", *_section(report, result, replay_options)]
+    missing = [row for row in report.rows if row.verdict is Verdict.MISSING]
+    if missing:
+        lines += ["", "== missing property =="]
+        for row in missing:
+            if row.property == "—":
+                lines.append(f"{row.clause}: SPEC.md names no property that checks it")
+            else:
+                lines.append(
+                    f"{row.clause}: SPEC.md names `{row.property}`, which no property "
+                    "module registers"
+                )
+    lines += ["", summary_line(report)]
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(report: Report) -> str:
+    counts = ", ".join(f"{n} {verdict.value}" for verdict, n in report.counts().items())
+    outcome = "OK" if report.ok else "FAILED"
+    rows = f"{len(report.rows)} clause row{'' if len(report.rows) == 1 else 's'}"
+    return f"{outcome}: {rows} ({counts}) in {report.seconds:.1f} s"
+
+
+def _header(report: Report) -> list[str]:
+    clauses = len(load_clauses())
+    lines = [
+        f"mmspec {mmspec_version()}; SPEC.md {clauses} clauses, digest {spec_digest()}",
+        f"adapter: {report.adapter_name}  (ref {report.adapter_ref}, identity {report.identity})",
+        f"profile: {report.profile}",
+        "components:",
+    ]
+    width = max((len(c) for c in report.provenance), default=0)
+    lines += [f"  {c.ljust(width)}  {owner}" for c, owner in report.provenance.items()]
+    return lines
+
+
+def _table(report: Report) -> list[str]:
+    cells = [
+        (
+            row.clause,
+            row.property,
+            "—" if not row.examples else str(row.examples),
+            row.verdict.value,
+            row.implementations,
+        )
+        for row in report.rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADERS)]
+
+    def line(values: Sequence[str]) -> str:
+        out = [
+            v.rjust(w) if i == 2 else v.ljust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(_HEADERS), line(["-" * w for w in widths]), *(line(c) for c in cells)]
+
+
+def _section(report: Report, result: PropertyResult, replay_options: str = "") -> list[str]:
+    clauses = ", ".join(result.clauses)
+    lines = [f"== {result.verdict.value} {result.name} ({clauses}) =="]
+    if result.verdict is Verdict.VACUOUS:
+        lines += _clause_titles(report, result.clauses)
+        lines.append(f"why: {result.detail}")
+        if result.transitions:
+            counts = ", ".join(f"{name} {count}" for name, count in result.transitions)
+            lines.append(f"transitions reached: {counts}")
+    for number, failure in enumerate(result.failures, 1):
+        if len(result.failures) > 1:
+            lines.append(f"-- failure {number} of {len(result.failures)} --")
+        lines += _failure(report, result, failure)
+    aside = list(dict.fromkeys(f.clause for f in result.failures if f.clause is not None))
+    if result.passed:
+        lines.append(
+            f"judged on the runs in which {', '.join(aside)} held (the runs breaking them set "
+            f"aside): {', '.join(result.passed)} pass"
+        )
+    blocked = [c for c in result.clauses if result.verdict_for(c) is Verdict.BLOCKED]
+    if blocked:
+        why = result.blocked_because or "blocked by the failure above"
+        lines.append(f"not checked to the end: {', '.join(blocked)} ({why})")
+    lines.append("replay:")
+    for set_aside in dict.fromkeys(f.set_aside for f in result.failures):
+        with_aside = f" --set-aside {' '.join(set_aside)}" if set_aside else ""
+        lines.append(
+            f"  python -m properties verify --adapter {report.adapter_ref} "
+            f"--profile {report.profile} --only {result.name}{with_aside}{replay_options}"
+        )
+    if not result.failures:
+        lines.append(
+            f"  python -m properties verify --adapter {report.adapter_ref} "
+            f"--profile {report.profile} --only {result.name}{replay_options}"
+        )
+    return lines
+
+
+def _failure(report: Report, result: PropertyResult, failure: Failure) -> list[str]:
+    lines: list[str] = []
+    if failure.clause is not None:
+        clause = report.clauses.get(failure.clause)
+        if clause is not None:
+            lines.append(f"{clause.id} — {clause.title}")
+            lines.append(f"statement: {clause.statement}")
+            lines.append(f"symptom: {clause.symptom}")
+        else:
+            lines.append(f"{failure.clause} (not in SPEC.md)")
+    else:
+        lines += _clause_titles(report, result.clauses)
+    if failure.set_aside:
+        lines.append(
+            f"found on a run in which {', '.join(failure.set_aside)} held (the runs breaking "
+            "them set aside): this clause's own counterexample"
+        )
+    lines.append(f"message: {failure.message}")
+    if failure.counterexample:
+        lines.append("counterexample:")
+        for note in failure.counterexample:
+            lines += [f"  {part}" for part in note.strip("\n").splitlines()]
+    if failure.reproduce:
+        lines.append(f"reproduce blob: {failure.reproduce}")
+    return lines
+
+
+def _clause_titles(report: Report, clause_ids: Sequence[str]) -> list[str]:
+    lines = []
+    for clause_id in clause_ids:
+        clause = report.clauses.get(clause_id)
+        lines.append(f"{clause_id} — {clause.title}" if clause else f"{clause_id} (not in SPEC.md)")
+    return lines

@@ -1,9 +1,0 @@
-"""Grading: a rubric over SPEC.md's clauses, scores per rubric item, reports for the
-platforms instructors use, and a standalone reproducer for every failure.
-
-The runner (:mod:`properties.runner`) stays the engine: :func:`grade` runs the
-properties that the rubric's clauses need, maps each clause verdict onto the rubric's
-items, and, for each failure, replays the minimal failing test case once more with the
-components wrapped in recorders (:mod:`properties.grading.recording`) to turn it into a
-script of plain calls (:mod:`properties.grading.reproducer`).
-"""
