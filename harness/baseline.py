@@ -235,7 +235,9 @@ def differences(baseline: SavedVerdicts, current: SavedVerdicts) -> list[Differe
         if old == new:
             continue
         old_ok, new_ok = old in _ACCEPTED_VALUES, new in _ACCEPTED_VALUES
-        worse = new != "—" and _badness(new) > _badness(old)
+        # A new FAIL or ERROR is worse whatever the baseline had, FAIL <-> ERROR included
+        # (issue 14: the tree under test now fails differently; the gate must see it).
+        worse = new != "—" and (_badness(new) > _badness(old) or new in ("FAIL", "ERROR"))
         kind = "broke" if worse else "fixed" if new_ok and not old_ok and new != "—" else "changed"
         messages = after[key].messages if key in after and not new_ok else ()
         found.append(Difference(key[0], key[1], old, new, kind, messages))

@@ -73,13 +73,13 @@ def test_only_rows_whose_verdict_differs_are_reported_and_classified() -> None:
     before = saved(
         ("A-1", "p1", "pass"), ("A-2", "p2", "FAIL"), ("A-3", "p3", "FAIL"),
         ("A-4", "p4", "pass"), ("A-5", "p5", "FAIL"), ("A-6", "p6", "pass"),
-        ("A-7", "p7", "blocked"),
+        ("A-7", "p7", "blocked"), ("A-8", "p8", "FAIL"), ("A-9", "p9", "ERROR"),
         adapter="old",
     )
     after = saved(
         ("A-1", "p1", "pass"), ("A-2", "p2", "pass"), ("A-3", "p3", "blocked"),
         ("A-4", "p4", "ERROR"), ("A-5", "p5", "FAIL"), ("A-6", "p6", "not provided"),
-        ("A-7", "p7", "FAIL"),
+        ("A-7", "p7", "FAIL"), ("A-8", "p8", "ERROR"), ("A-9", "p9", "FAIL"),
         adapter="new",
     )
     found = {(d.clause, d.kind, d.before, d.after) for d in differences(before, after)}
@@ -90,12 +90,15 @@ def test_only_rows_whose_verdict_differs_are_reported_and_classified() -> None:
         ("A-6", "changed", "pass", "not provided"),
         # a regression that used to hide behind another clause's failure (issue 14)
         ("A-7", "broke", "blocked", "FAIL"),
+        # failing differently is a new FAIL or ERROR, whatever the baseline had
+        ("A-8", "broke", "FAIL", "ERROR"),
+        ("A-9", "broke", "ERROR", "FAIL"),
     }
     assert any_broke(before, after)
     text = render_differences(before, after)
     assert "A-1" not in text and "A-5" not in text  # same verdicts are not printed
     assert "p4 says ERROR" in text  # a new failure carries its message
-    assert "5 of 7 clause rows differ: 2 broke, 1 fixed, 2 changed" in text
+    assert "7 of 9 clause rows differ: 4 broke, 1 fixed, 2 changed" in text
 
 
 def test_rows_present_on_one_side_only_are_differences() -> None:
