@@ -8,7 +8,8 @@ without the compiled extensions, which the adapter does not need — into
 ``MMSPEC_VLLM_SRC`` or ``make verify-vllm VLLM_SRC=...``. A tree already unpacked is
 reused (the ``.complete`` stamp records the wheel and its sha256).
 
-Only pinned versions are fetched: the caller names the version, never "latest".
+Only pinned versions are fetched: the caller names the version, never "latest". The
+work is ``adapters/release_wheel.py``'s, shared with the other engine.
 
 Run as a script (by path), not as ``adapters.vllm.fetch``: importing the package
 ``adapters.vllm`` imports vLLM. This module imports nothing but the standard library.
@@ -16,99 +17,34 @@ Run as a script (by path), not as ``adapters.vllm.fetch``: importing the package
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import re
-import shutil
-import subprocess
+import importlib.util
 import sys
-import zipfile
 from pathlib import Path
 
+
+def _release_wheel() -> object:
+    path = Path(__file__).resolve().parents[1] / "release_wheel.py"
+    spec = importlib.util.spec_from_file_location("_mmspec_release_wheel", path)
+    assert spec is not None and spec.loader is not None
+    module = sys.modules.get(spec.name)
+    if module is None:
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+_shared = _release_wheel()
+FetchError = _shared.FetchError  # type: ignore[attr-defined]
+RELEASES = _shared.ReleaseWheel("vllm", "vLLM", "0.22.1")  # type: ignore[attr-defined]
 #: Where trees and wheels go by default (ignored by git).
-DEFAULT_CACHE = Path(__file__).resolve().parents[2] / ".vllm-cache"
-
-_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|rc|dev)\d+)?$")
-_STAMP = ".complete"
-
-
-class FetchError(RuntimeError):
-    """The release could not be downloaded or unpacked."""
-
-
-def tree_dir(version: str, cache: Path = DEFAULT_CACHE) -> Path:
-    return cache / f"vllm-{version}"
-
-
-def fetch(version: str, cache: Path = DEFAULT_CACHE, quiet: bool = False) -> Path:
-    """The unpacked source tree of vLLM ``version`` (downloaded when not cached)."""
-    if not _VERSION.match(version):
-        raise FetchError(f"{version!r} is not a pinned vLLM version (e.g. 0.22.1)")
-    tree = tree_dir(version, cache)
-    if (tree / _STAMP).is_file() and (tree / "vllm" / "__init__.py").is_file():
-        return tree
-    wheel = _download(version, cache / "wheels", quiet)
-    _unpack(wheel, tree)
-    return tree
-
-
-def _download(version: str, wheels: Path, quiet: bool) -> Path:
-    existing = sorted(wheels.glob(f"vllm-{version}-*.whl"))
-    if existing:
-        return existing[-1]
-    wheels.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--dest", str(wheels), f"vllm=={version}",
-    ]
-    if quiet:
-        command.insert(4, "--quiet")
-    completed = subprocess.run(command, check=False)
-    if completed.returncode != 0:
-        raise FetchError(f"pip download vllm=={version} failed (exit {completed.returncode})")
-    found = sorted(wheels.glob(f"vllm-{version}-*.whl"))
-    if not found:
-        raise FetchError(f"pip download vllm=={version} produced no wheel in {wheels}")
-    return found[-1]
-
-
-def _unpack(wheel: Path, tree: Path) -> None:
-    """Extract the wheel's ``vllm/`` entries except compiled extensions, atomically."""
-    partial = tree.with_name(tree.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            members = [
-                name
-                for name in archive.namelist()
-                if name.startswith("vllm/") and not name.endswith((".so", "/"))
-            ]
-            if "vllm/__init__.py" not in members:
-                raise FetchError(f"{wheel} holds no vllm/__init__.py")
-            for name in members:
-                archive.extract(name, partial)
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        (partial / _STAMP).write_text(f"{wheel.name} sha256:{digest}\n")
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    shutil.rmtree(tree, ignore_errors=True)
-    partial.rename(tree)
+DEFAULT_CACHE: Path = RELEASES.default_cache
+tree_dir = RELEASES.tree_dir
+fetch = RELEASES.fetch
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python adapters/vllm/fetch.py", description=__doc__)
-    parser.add_argument("version", help="a pinned vLLM release, e.g. 0.22.1")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    args = parser.parse_args(argv)
-    try:
-        tree = fetch(args.version, args.cache, quiet=True)
-    except FetchError as e:
-        print(f"fetch: {e}", file=sys.stderr)
-        return 1
-    print(tree)
-    return 0
+    return int(RELEASES.main(argv, __doc__))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,128 @@
+"""Fetch an engine release's Python source: the wheel, unpacked (one definition for the
+engines whose code runs from a release tree: ``adapters/vllm/fetch.py`` and
+``adapters/sglang/fetch.py`` are this module bound to one package).
+
+``fetch(version)`` downloads the release wheel with ``pip download --no-deps
+PACKAGE==VERSION`` (pip's ordinary index lookup of one pinned version) into
+``CACHE/wheels`` and unpacks its ``PACKAGE/`` tree — the engine's Python source, without
+its compiled extensions (``.so``), which nothing here loads — into
+``CACHE/PACKAGE-VERSION``. A tree already unpacked is reused; a wheel already downloaded
+is not fetched again. Only an exact version is accepted, never "latest".
+
+Standard library only, loaded by path: importing ``adapters.vllm`` or
+``adapters.sglang`` imports the engine, and putting ``adapters/`` on ``sys.path`` would
+let ``adapters/vllm`` shadow the real ``vllm``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|rc|dev)\d+)?$")
+_STAMP = ".complete"
+#: The checkout's root: the default caches live there (ignored by git).
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FetchError(RuntimeError):
+    """The release could not be downloaded or unpacked."""
+
+
+@dataclass(frozen=True)
+class ReleaseWheel:
+    """One engine's release wheels: its package name, how it is called in messages, an
+    example version, and where its trees go by default."""
+
+    package: str
+    display: str
+    example: str
+
+    @property
+    def default_cache(self) -> Path:
+        return ROOT / f".{self.package}-cache"
+
+    def tree_dir(self, version: str, cache: Path | None = None) -> Path:
+        return (cache or self.default_cache) / f"{self.package}-{version}"
+
+    def fetch(self, version: str, cache: Path | None = None, quiet: bool = False) -> Path:
+        """The unpacked source tree of ``version`` (downloaded when not cached)."""
+        if not _VERSION.match(version):
+            raise FetchError(
+                f"{version!r} is not a pinned {self.display} version (e.g. {self.example})"
+            )
+        cache = cache or self.default_cache
+        tree = self.tree_dir(version, cache)
+        if (tree / _STAMP).is_file() and (tree / self.package / "__init__.py").is_file():
+            return tree
+        wheel = self._download(version, cache / "wheels", quiet)
+        self._unpack(wheel, tree)
+        return tree
+
+    def _download(self, version: str, wheels: Path, quiet: bool) -> Path:
+        pattern = f"{self.package}-{version}-*.whl"
+        existing = sorted(wheels.glob(pattern))
+        if existing:
+            return existing[-1]
+        wheels.mkdir(parents=True, exist_ok=True)
+        requirement = f"{self.package}=={version}"
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+            "--disable-pip-version-check", "--dest", str(wheels), requirement,
+        ]
+        if quiet:
+            command.insert(4, "--quiet")
+        completed = subprocess.run(command, check=False)
+        if completed.returncode != 0:
+            raise FetchError(f"pip download {requirement} failed (exit {completed.returncode})")
+        found = sorted(wheels.glob(pattern))
+        if not found:
+            raise FetchError(f"pip download {requirement} produced no wheel in {wheels}")
+        return found[-1]
+
+    def _unpack(self, wheel: Path, tree: Path) -> None:
+        """Extract the wheel's ``PACKAGE/`` entries except compiled extensions, atomically."""
+        partial = tree.with_name(tree.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        prefix = f"{self.package}/"
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                members = [
+                    name
+                    for name in archive.namelist()
+                    if name.startswith(prefix) and not name.endswith((".so", "/"))
+                ]
+                if f"{prefix}__init__.py" not in members:
+                    raise FetchError(f"{wheel} holds no {prefix}__init__.py")
+                for name in members:
+                    archive.extract(name, partial)
+            digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+            (partial / _STAMP).write_text(f"{wheel.name} sha256:{digest}\n")
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+        shutil.rmtree(tree, ignore_errors=True)
+        partial.rename(tree)
+
+    def main(self, argv: list[str] | None = None, doc: str | None = None) -> int:
+        parser = argparse.ArgumentParser(
+            prog=f"python adapters/{self.package}/fetch.py", description=doc
+        )
+        parser.add_argument("version", help=f"a pinned {self.display} release, e.g. {self.example}")
+        parser.add_argument("--cache", type=Path, default=self.default_cache)
+        args = parser.parse_args(argv)
+        try:
+            tree = self.fetch(args.version, args.cache, quiet=True)
+        except FetchError as e:
+            print(f"fetch: {e}", file=sys.stderr)
+            return 1
+        print(tree)
+        return 0
