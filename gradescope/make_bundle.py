@@ -1,8 +1,9 @@
 """Build the Gradescope autograder zip (``make gradescope-bundle``).
 
 The zip holds, at its root, ``setup.sh`` and ``run_autograder`` (Gradescope's two
-required files), the code the grader runs (spec/, reference/, properties/, harness/, the student
-template, the rubrics), ``requirements-autograder.txt`` (the runtime pins of
+required files), the code the grader runs (spec/, reference/,
+properties/, harness/, exhaustive/, the student template, the rubrics, pyproject.toml
+for the version), ``requirements-autograder.txt`` (the runtime pins of
 requirements.txt: the same versions give the same test cases), and ``grading.env``
 (profile, seed, rubric and the submission's adapter file name). The zip is
 byte-for-byte reproducible: sorted entries, fixed timestamps and permissions.
@@ -34,11 +35,13 @@ INCLUDED: tuple[str, ...] = (
     "reference",
     "properties",
     "harness",
+    "exhaustive",
     "adapters/__init__.py",
     "adapters/template",
     "rubrics",
     "docs/grading.md",
     "README.md",
+    "pyproject.toml",  # the version every report names (spec/clauses.py::mmspec_version)
 )
 #: The runtime dependencies, pinned as in requirements.txt (the rest are dev tools).
 RUNTIME_PACKAGES: tuple[str, ...] = ("hypothesis", "numpy")

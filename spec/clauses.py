@@ -8,6 +8,7 @@ and every clause names properties that exist.
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import re
 import tomllib
 from dataclasses import dataclass
@@ -110,9 +111,15 @@ def load_transition_judges() -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 def mmspec_version() -> str:
-    """The project's version, from its one place (pyproject.toml's ``[project]``)."""
-    text = (SPEC_PATH.parents[1] / "pyproject.toml").read_text(encoding="utf-8")
-    return str(tomllib.loads(text)["project"]["version"])
+    """The project's version, from its one place (pyproject.toml's ``[project]``); a
+    copy without it (an installed distribution) reads the same field from its metadata."""
+    pyproject = SPEC_PATH.parents[1] / "pyproject.toml"
+    if pyproject.is_file():
+        return str(tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"])
+    try:
+        return importlib.metadata.version("mmspec")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (no pyproject.toml, mmspec not installed)"
 
 
 @lru_cache(maxsize=1)
