@@ -1,26 +1,36 @@
 """The contracts (docs/crosshair.md): one per pure function of ``reference/`` that the
 issue names, each over a case of plain ints, each applied unchanged to any adapter.
 
+The contracts are one table, :data:`_TABLE`: a row per contract with its name, clauses,
+subject, case type, iteration bound, the zoo entries and mutants it must reject, and its
+domain as data (each bounded field's inclusive range, checked in the row's order, then
+any relation between fields that a range cannot say). What is code sits above the
+table: each family's case type, its postcondition and its wrapper.
+
 Each ``implementation`` is a thin wrapper from the case to the adapter's component and
-back to plain values; where the component takes numpy arrays or rich objects, the
-wrapper builds them from the case's ints (``symbolic_inputs`` for images; a
-``RequestView`` and the reference adapter's empty ``EncoderCacheManager`` for the
-scheduling hook), and says so in its docstring. Bounds in the preconditions keep the symbolic
-search on sizes where each clause's interesting cases live (multiples of 64 bytes,
-images larger than a tile or than ``max_image_size``, items around a chunk's end).
+back to plain values (:func:`_via`: ``None`` when the adapter lacks the component);
+where the component takes numpy arrays or rich objects, the wrapper builds them from the
+case's ints (``symbolic_inputs`` for images; a ``RequestView`` and the reference
+adapter's empty ``EncoderCacheManager`` for the scheduling hook), and says so in its
+docstring. Bounds in the preconditions keep the symbolic search on sizes where each
+clause's interesting cases live (multiples of 64 bytes, images larger than a tile or
+than ``max_image_size``, items around a chunk's end).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from contracts.contract import Contract, Implementation
 from contracts.symbolic_inputs import array_image, bytes_image
 from harness.loader import REFERENCE_REF, load_adapter
 from properties import oracles
 from spec.adapter import Adapter
+from spec.components import BlockHasher, Processor, SchedulingHook
 from spec.errors import BudgetConfigError
 from spec.types import (
     DynamicResolutionPolicy,
@@ -41,16 +51,26 @@ from spec.types import (
 _CONFIG = ProcessorConfig()
 MARKER, PLACEHOLDER = _CONFIG.marker_id, _CONFIG.placeholder_id
 
-
-def _processor_count(policy: TokenCountPolicy, adapter: Adapter, image: Any) -> int:
-    """The adapter's ``num_image_tokens`` for ``image`` under ``policy``."""
-    assert adapter.processor is not None
-    processor = adapter.processor(ProcessorConfig(policy=policy))
-    return processor.num_image_tokens(image)
+ProcessorFactory = Callable[[ProcessorConfig], Processor]
 
 
 def _popcount(mask: tuple[bool, ...]) -> int:
     return sum(1 for bit in mask if bit)
+
+
+def _via(
+    component: str, build: Callable[[Any], Implementation[Any, Any]]
+) -> Callable[[Adapter], Implementation[Any, Any] | None]:
+    """A contract's ``implementation``: ``build`` applied to the adapter's ``component``
+    factory (e.g. ``"processor"``), or ``None`` when the adapter lacks it. The wrapper's
+    docstring is ``build``'s."""
+
+    def implementation(adapter: Adapter) -> Implementation[Any, Any] | None:
+        factory = getattr(adapter, component)
+        return None if factory is None else build(factory)
+
+    implementation.__doc__ = build.__doc__
+    return implementation
 
 
 # --- EXP-1, EXP-2, EXP-3, EXP-5: expansion arithmetic -------------------------------------
@@ -69,16 +89,6 @@ class ExpansionCase:
 
 #: Expanded token ids, range offsets, range lengths, and ``num_image_tokens`` per image.
 ExpansionResult = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]
-
-
-def _expansion_pre(case: ExpansionCase) -> bool:
-    return (
-        0 <= case.text_before <= 3
-        and 0 <= case.text_between <= 3
-        and 0 <= case.text_after <= 3
-        and 1 <= case.first_image_bytes <= 200
-        and 1 <= case.second_image_bytes <= 200
-    )
 
 
 def _expansion_text(case: ExpansionCase) -> tuple[list[int], list[int], list[int]]:
@@ -111,39 +121,23 @@ def _expansion_post(case: ExpansionCase, result: ExpansionResult) -> str | None:
     return None
 
 
-def _expansion_impl(adapter: Adapter) -> Implementation[ExpansionCase, ExpansionResult] | None:
+def _expand_two(processor: ProcessorFactory) -> Implementation[ExpansionCase, ExpansionResult]:
     """The adapter's ``Processor.expand`` under the toy policy, images as
     :func:`bytes_image`."""
-    if adapter.processor is None:
-        return None
-    factory = adapter.processor
 
     def expand(case: ExpansionCase) -> ExpansionResult:
-        processor = factory(ProcessorConfig(policy=ToyPolicy()))
+        expander = processor(ProcessorConfig(policy=ToyPolicy()))
         before, between, after = _expansion_text(case)
         images = [bytes_image(case.first_image_bytes), bytes_image(case.second_image_bytes)]
-        out = processor.expand([*before, MARKER, *between, MARKER, *after], images)
+        out = expander.expand([*before, MARKER, *between, MARKER, *after], images)
         return (
             tuple(out.token_ids),
             tuple(r.offset for r in out.ranges),
             tuple(r.length for r in out.ranges),
-            tuple(processor.num_image_tokens(image) for image in images),
+            tuple(expander.num_image_tokens(image) for image in images),
         )
 
     return expand
-
-
-EXPANSION = Contract[ExpansionCase, ExpansionResult](
-    name="expansion_arithmetic",
-    clauses=("EXP-1", "EXP-2", "EXP-3", "EXP-5"),
-    subject="Processor.expand (toy policy, two images)",
-    case_type=ExpansionCase,
-    pre=_expansion_pre,
-    post=_expansion_post,
-    implementation=_expansion_impl,
-    iterations=200,
-    rejects=("exp_off_by_one_offset",),
-)
 
 
 # --- EXP-6..10: the token-count policies ------------------------------------------------
@@ -166,8 +160,21 @@ class ImageSizeCase:
     width: int
 
 
-def _toy_pre(case: ByteSizeCase) -> bool:
-    return 1 <= case.num_bytes <= 4096
+def _count(
+    policy_of: Callable[[Any], TokenCountPolicy], image_of: Callable[[Any], Any], doc: str
+) -> Callable[[ProcessorFactory], Implementation[Any, int]]:
+    """A wrapper: the adapter's ``num_image_tokens`` of ``image_of(case)`` under
+    ``policy_of(case)`` (the policy built first, then the image, then the processor)."""
+
+    def build(processor: ProcessorFactory) -> Implementation[Any, int]:
+        def count(case: Any) -> int:
+            policy, image = policy_of(case), image_of(case)
+            return processor(ProcessorConfig(policy=policy)).num_image_tokens(image)
+
+        return count
+
+    build.__doc__ = doc
+    return build
 
 
 def _toy_post(case: ByteSizeCase, tokens: int) -> str | None:
@@ -175,16 +182,11 @@ def _toy_post(case: ByteSizeCase, tokens: int) -> str | None:
     return None if tokens == expected else f"{tokens} tokens, EXP-6 says {expected}"
 
 
-def _toy_impl(adapter: Adapter) -> Implementation[ByteSizeCase, int] | None:
-    """The adapter's ``num_image_tokens`` under ``ToyPolicy``, image as
-    :func:`bytes_image`."""
-    if adapter.processor is None:
-        return None
-    return lambda case: _processor_count(ToyPolicy(), adapter, bytes_image(case.num_bytes))
-
-
-def _fixed_pre(case: FixedCase) -> bool:
-    return 1 <= case.num_tokens <= 2048 and 1 <= case.num_bytes <= 4096
+_TOY_COUNT = _count(
+    lambda case: ToyPolicy(),
+    lambda case: bytes_image(case.num_bytes),
+    "The adapter's ``num_image_tokens`` under ``ToyPolicy``, image as :func:`bytes_image`.",
+)
 
 
 def _fixed_post(case: FixedCase, tokens: int) -> str | None:
@@ -193,29 +195,26 @@ def _fixed_post(case: FixedCase, tokens: int) -> str | None:
     return f"{tokens} tokens for FixedPolicy({case.num_tokens})"
 
 
-def _fixed_impl(adapter: Adapter) -> Implementation[FixedCase, int] | None:
-    """The adapter's ``num_image_tokens`` under ``FixedPolicy(num_tokens)``."""
-    if adapter.processor is None:
-        return None
-    return lambda case: _processor_count(
-        FixedPolicy(num_tokens=case.num_tokens), adapter, bytes_image(case.num_bytes)
+_FIXED_COUNT = _count(
+    lambda case: FixedPolicy(num_tokens=case.num_tokens),
+    lambda case: bytes_image(case.num_bytes),
+    "The adapter's ``num_image_tokens`` under ``FixedPolicy(num_tokens)``.",
+)
+
+
+def _not_too_elongated(case: ImageSizeCase) -> bool:
+    """No more elongated than Qwen2-VL accepts (200:1)."""
+    return max(case.height, case.width) <= 200 * min(case.height, case.width)
+
+
+def _array_count(
+    policy: TokenCountPolicy,
+) -> Callable[[ProcessorFactory], Implementation[Any, int]]:
+    return _count(
+        lambda case: policy,
+        lambda case: array_image(case.height, case.width),
+        f"The adapter's ``num_image_tokens`` under ``{policy!r}``, image as array_image.",
     )
-
-
-def _image_pre(case: ImageSizeCase) -> bool:
-    """Up to 4096 pixels a side, and no more elongated than Qwen2-VL accepts (200:1)."""
-    h, w = case.height, case.width
-    return 1 <= h <= 4096 and 1 <= w <= 4096 and max(h, w) <= 200 * min(h, w)
-
-
-def _array_count(policy: TokenCountPolicy) -> Any:
-    def wrap(adapter: Adapter) -> Implementation[ImageSizeCase, int] | None:
-        if adapter.processor is None:
-            return None
-        return lambda case: _processor_count(policy, adapter, array_image(case.height, case.width))
-
-    wrap.__doc__ = f"The adapter's ``num_image_tokens`` under ``{policy!r}``, image as array_image."
-    return wrap
 
 
 _DYNAMIC = DynamicResolutionPolicy()
@@ -244,69 +243,12 @@ def _tiled_post(case: ImageSizeCase, tokens: int) -> str | None:
     return None if tokens == expected else f"{tokens} tokens, EXP-9 says {expected}"
 
 
-DYNAMIC = Contract[ImageSizeCase, int](
-    name="dynamic_token_count",
-    clauses=("EXP-8",),
-    subject="Processor.num_image_tokens (DynamicResolutionPolicy())",
-    case_type=ImageSizeCase,
-    pre=_image_pre,
-    post=_dynamic_post,
-    implementation=_array_count(_DYNAMIC),
-    iterations=200,
-    rejects=("exp_dynamic_forgets_merge",),
-)
-
-TILED = Contract[ImageSizeCase, int](
-    name="tiled_token_count",
-    clauses=("EXP-9",),
-    subject="Processor.num_image_tokens (TiledPolicy())",
-    case_type=ImageSizeCase,
-    pre=_image_pre,
-    post=_tiled_post,
-    implementation=_array_count(_TILED),
-    iterations=50,  # the slowest per path: the oracle and the reference each try 12 grids
-    rejects=("exp_tiled_tie_keeps_smaller",),
-)
-
-TOY = Contract[ByteSizeCase, int](
-    name="toy_token_count",
-    clauses=("EXP-6",),
-    subject="Processor.num_image_tokens (ToyPolicy())",
-    case_type=ByteSizeCase,
-    pre=_toy_pre,
-    post=_toy_post,
-    implementation=_toy_impl,
-    iterations=100,
-    rejects=("exp_toy_ceil",),
-)
-
-FIXED = Contract[FixedCase, int](
-    name="fixed_token_count",
-    clauses=("EXP-7",),
-    subject="Processor.num_image_tokens (FixedPolicy(num_tokens))",
-    case_type=FixedCase,
-    pre=_fixed_pre,
-    post=_fixed_post,
-    implementation=_fixed_impl,
-    iterations=60,
-    rejects=("exp_fixed_counts_cls",),
-)
-
-
 # EXP-10: the range of one row-break image.
 
 _ROWBREAK = RowBreakPolicy()
 
 #: The image's range: its token ids and its ``is_embed`` mask (``None``: all embed).
 RowBreakResult = tuple[tuple[int, ...], tuple[bool, ...] | None]
-
-
-def _rowbreak_pre(case: ImageSizeCase) -> bool:
-    """Images within ``max_image_size``: scaling a larger one divides by a symbolic
-    ratio (nonlinear real arithmetic: seconds per CrossHair iteration). The Hypothesis
-    property ``exp_rowbreak_policy`` covers the scaled images."""
-    limit = _ROWBREAK.max_image_size
-    return 1 <= case.height <= limit and 1 <= case.width <= limit
 
 
 def _scaled_side(side: int, ratio: float) -> int:
@@ -341,34 +283,18 @@ def _rowbreak_post(case: ImageSizeCase, result: RowBreakResult) -> str | None:
     return None
 
 
-def _rowbreak_impl(adapter: Adapter) -> Implementation[ImageSizeCase, RowBreakResult] | None:
+def _expand_rowbreak(processor: ProcessorFactory) -> Implementation[ImageSizeCase, RowBreakResult]:
     """The adapter's ``Processor.expand`` of one marker under ``RowBreakPolicy()``,
     image as :func:`array_image`."""
-    if adapter.processor is None:
-        return None
-    factory = adapter.processor
 
     def expand(case: ImageSizeCase) -> RowBreakResult:
-        out = factory(ProcessorConfig(policy=_ROWBREAK)).expand(
+        out = processor(ProcessorConfig(policy=_ROWBREAK)).expand(
             [MARKER], [array_image(case.height, case.width)]
         )
         (placeholder_range,) = out.ranges
         return tuple(out.token_ids), placeholder_range.is_embed
 
     return expand
-
-
-ROWBREAK = Contract[ImageSizeCase, RowBreakResult](
-    name="rowbreak_range",
-    clauses=("EXP-10",),
-    subject="Processor.expand (RowBreakPolicy(), one image)",
-    case_type=ImageSizeCase,
-    pre=_rowbreak_pre,
-    post=_rowbreak_post,
-    implementation=_rowbreak_impl,
-    iterations=200,
-    rejects=("exp_pixtral_floor",),
-)
 
 
 # --- PlaceholderRange: get_embeds_indices_in_range and get_num_embeds --------------------
@@ -395,12 +321,9 @@ class EmbedsCase:
 EmbedsResult = tuple[tuple[int, int], int]
 
 
-def _embeds_pre(case: EmbedsCase) -> bool:
-    return (
-        1 <= case.length <= 8
-        and 0 <= case.mask < (1 << case.length)
-        and 0 <= case.start <= case.end <= case.length
-    )
+def _mask_and_window(case: EmbedsCase) -> bool:
+    """A mask of ``length`` bits, and a window inside the range."""
+    return 0 <= case.mask < (1 << case.length) and 0 <= case.start <= case.end <= case.length
 
 
 def _embeds_post(case: EmbedsCase, result: EmbedsResult) -> str | None:
@@ -425,19 +348,6 @@ def spec_embeds(case: EmbedsCase) -> EmbedsResult:
         placeholder_range.get_embeds_indices_in_range(case.start, case.end),
         placeholder_range.get_num_embeds(),
     )
-
-
-EMBEDS = Contract[EmbedsCase, EmbedsResult](
-    name="embeds_in_range",
-    clauses=("EXP-5", "WRK-3"),
-    subject="PlaceholderRange.get_embeds_indices_in_range / get_num_embeds (spec.types)",
-    case_type=EmbedsCase,
-    pre=_embeds_pre,
-    post=_embeds_post,
-    implementation=lambda adapter: spec_embeds,
-    iterations=200,
-    rejects=("mutants.embeds_end_inclusive", "mutants.embeds_ignore_mask"),
-)
 
 
 # --- SCH-1, SCH-4, SCH-5, SCH-7: the scheduling hook --------------------------------------
@@ -467,20 +377,6 @@ class ScheduleCase:
 
 #: Scheduled items, ``num_new_tokens``, budget left, duplicates.
 ScheduleResult = tuple[tuple[int, ...], int, int, tuple[int, ...]]
-
-
-def _schedule_pre(case: ScheduleCase) -> bool:
-    return (
-        0 <= case.first_offset <= 12
-        and 1 <= case.first_length <= 12
-        and 0 <= case.gap <= 6
-        and 1 <= case.second_length <= 12
-        and 0 <= case.computed <= 40
-        and 1 <= case.new <= 40
-        and 0 <= case.budget <= 30
-        and 1 <= case.cache_size <= 30
-        and 0 <= case.shift <= 1
-    )
 
 
 def _schedule_post(case: ScheduleCase, result: ScheduleResult) -> str | None:
@@ -530,13 +426,12 @@ def _schedule_post(case: ScheduleCase, result: ScheduleResult) -> str | None:
     return None
 
 
-def _schedule_impl(adapter: Adapter) -> Implementation[ScheduleCase, ScheduleResult] | None:
+def _schedule_two(
+    hook: Callable[[SchedulerConfig], SchedulingHook],
+) -> Implementation[ScheduleCase, ScheduleResult]:
     """The adapter's ``SchedulingHook.try_schedule_encoder_inputs`` on a
     ``RequestView`` built from the case, with the reference's (empty)
     ``EncoderCacheManager(cache_size)`` as the cache: the contract is about the hook."""
-    if adapter.scheduling_hook is None:
-        return None
-    factory = adapter.scheduling_hook
     # properties/ reaches the reference only through its adapter, as a fallback does.
     cache_factory = load_adapter(REFERENCE_REF).adapter.encoder_cache_manager
     assert cache_factory is not None
@@ -550,7 +445,7 @@ def _schedule_impl(adapter: Adapter) -> Implementation[ScheduleCase, ScheduleRes
                 MultiModalItem("img-b", PlaceholderRange(second_offset, second_length)),
             ),
         )
-        decision = factory(SchedulerConfig()).try_schedule_encoder_inputs(
+        decision = hook(SchedulerConfig()).try_schedule_encoder_inputs(
             request,
             case.computed,
             case.new,
@@ -566,24 +461,6 @@ def _schedule_impl(adapter: Adapter) -> Implementation[ScheduleCase, ScheduleRes
         )
 
     return schedule
-
-
-SCHEDULING = Contract[ScheduleCase, ScheduleResult](
-    name="scheduling_hook",
-    clauses=("SCH-1", "SCH-4", "SCH-5", "SCH-7"),
-    subject="SchedulingHook.try_schedule_encoder_inputs (two items, empty cache)",
-    case_type=ScheduleCase,
-    pre=_schedule_pre,
-    post=_schedule_post,
-    implementation=_schedule_impl,
-    iterations=150,
-    rejects=(
-        "sch_budget_not_decremented",
-        "sch_exact_budget_refused",
-        "sch_truncate_one_early",
-        "sch_window_one_past",
-    ),
-)
 
 
 # --- SCH-9: encoder budget sizing ---------------------------------------------------------
@@ -603,19 +480,6 @@ class BudgetCase:
 BudgetResult = tuple[int, int] | None
 
 
-def _budget_pre(case: BudgetCase) -> bool:
-    return all(
-        0 <= value <= 8192
-        for value in (
-            case.configured_budget,
-            case.configured_cache,
-            case.max_batched,
-            case.image_tokens,
-            case.video_tokens,
-        )
-    )
-
-
 def _budget_post(case: BudgetCase, result: BudgetResult) -> str | None:
     """SCH-9: each at least the configured value and at least the largest item;
     ``BudgetConfigError`` exactly when chunking is disabled and the largest item is
@@ -632,11 +496,10 @@ def _budget_post(case: BudgetCase, result: BudgetResult) -> str | None:
     return None
 
 
-def _budget_impl(adapter: Adapter) -> Implementation[BudgetCase, BudgetResult] | None:
+def _size_budget(
+    hook: Callable[[SchedulerConfig], SchedulingHook],
+) -> Implementation[BudgetCase, BudgetResult]:
     """The adapter's ``SchedulingHook.compute_mm_encoder_budget`` for two modalities."""
-    if adapter.scheduling_hook is None:
-        return None
-    factory = adapter.scheduling_hook
 
     def size(case: BudgetCase) -> BudgetResult:
         config = EncoderBudgetConfig(
@@ -645,9 +508,9 @@ def _budget_impl(adapter: Adapter) -> Implementation[BudgetCase, BudgetResult] |
             max_num_batched_tokens=case.max_batched,
             disable_chunked_mm_input=case.disable_chunked,
         )
-        hook = factory(SchedulerConfig(disable_chunked_mm_input=case.disable_chunked))
+        sizer = hook(SchedulerConfig(disable_chunked_mm_input=case.disable_chunked))
         try:
-            budget, cache = hook.compute_mm_encoder_budget(
+            budget, cache = sizer.compute_mm_encoder_budget(
                 config, {"image": case.image_tokens, "video": case.video_tokens}
             )
         except BudgetConfigError:
@@ -655,19 +518,6 @@ def _budget_impl(adapter: Adapter) -> Implementation[BudgetCase, BudgetResult] |
         return budget, cache
 
     return size
-
-
-BUDGET = Contract[BudgetCase, BudgetResult](
-    name="encoder_budget_sizing",
-    clauses=("SCH-9",),
-    subject="SchedulingHook.compute_mm_encoder_budget (two modalities)",
-    case_type=BudgetCase,
-    pre=_budget_pre,
-    post=_budget_post,
-    implementation=_budget_impl,
-    iterations=200,
-    rejects=("sch_budget_ignores_largest_item",),
-)
 
 
 # --- PFX-3, PFX-6: block extra keys ------------------------------------------------------
@@ -695,14 +545,9 @@ class ExtraKeysCase:
 ExtraKeysResult = tuple[tuple[str, int], ...]
 
 
-def _keys_pre(case: ExtraKeysCase) -> bool:
-    return (
-        0 <= case.first_offset <= 24
-        and 1 <= case.first_length <= 24
-        and 0 <= case.gap <= 8
-        and 1 <= case.second_length <= 24
-        and 0 <= case.start < case.end <= 64
-    )
+def _block_after_start(case: ExtraKeysCase) -> bool:
+    """A non-empty block ``[start, end)`` inside ``[0, 64]``."""
+    return 0 <= case.start < case.end <= 64
 
 
 def _keys_post(case: ExtraKeysCase, keys: ExtraKeysResult) -> str | None:
@@ -716,47 +561,164 @@ def _keys_post(case: ExtraKeysCase, keys: ExtraKeysResult) -> str | None:
     return None if keys == expected else f"extra keys {keys}, expected {expected}"
 
 
-def _keys_impl(adapter: Adapter) -> Implementation[ExtraKeysCase, ExtraKeysResult] | None:
+def _block_keys(
+    hasher: Callable[[int], BlockHasher],
+) -> Implementation[ExtraKeysCase, ExtraKeysResult]:
     """The adapter's ``BlockHasher(end − start).block_extra_keys``."""
-    if adapter.block_hasher is None:
-        return None
-    factory = adapter.block_hasher
 
     def keys(case: ExtraKeysCase) -> ExtraKeysResult:
-        hasher = factory(case.end - case.start)
+        block_hasher = hasher(case.end - case.start)
         return tuple(
-            (str(h), int(o)) for h, o in hasher.block_extra_keys(case.items(), case.start, case.end)
+            (str(h), int(o))
+            for h, o in block_hasher.block_extra_keys(case.items(), case.start, case.end)
         )
 
     return keys
 
 
-EXTRA_KEYS = Contract[ExtraKeysCase, ExtraKeysResult](
-    name="block_extra_keys",
-    clauses=("PFX-3", "PFX-6"),
-    subject="BlockHasher.block_extra_keys (two items)",
-    case_type=ExtraKeysCase,
-    pre=_keys_pre,
-    post=_keys_post,
-    implementation=_keys_impl,
-    iterations=60,
-    rejects=("pfx_no_offset", "pfx_key_by_size"),
+# --- the table ---------------------------------------------------------------------------
+
+#: A precondition's box: each named field of the case within ``[low, high]``.
+Bounds = Mapping[str, tuple[int, int]]
+
+
+class _Row(NamedTuple):
+    """One contract's data; the code it names is above."""
+
+    name: str
+    clauses: tuple[str, ...]
+    subject: str
+    case_type: type[Any]
+    #: The domain: each field within its bounds, checked in this order...
+    bounds: Bounds
+    #: ...then what bounds cannot say (a relation between fields), or ``None``.
+    relation: Callable[[Any], bool] | None
+    post: Callable[[Any, Any], str | None]
+    implementation: Callable[[Adapter], Implementation[Any, Any] | None]
+    iterations: int
+    rejects: tuple[str, ...]
+
+
+_SIDES_4096 = {"height": (1, 4096), "width": (1, 4096)}
+
+#: The contracts' data, a row each, in report order. Columns: name, clauses; subject,
+#: case type; bounds, relation; postcondition, implementation; iterations, rejects.
+_TABLE: tuple[_Row, ...] = (
+    _Row(
+        "expansion_arithmetic", ("EXP-1", "EXP-2", "EXP-3", "EXP-5"),
+        "Processor.expand (toy policy, two images)", ExpansionCase,
+        {"text_before": (0, 3), "text_between": (0, 3), "text_after": (0, 3),
+         "first_image_bytes": (1, 200), "second_image_bytes": (1, 200)}, None,
+        _expansion_post, _via("processor", _expand_two),
+        200, ("exp_off_by_one_offset",),
+    ),
+    _Row(
+        "toy_token_count", ("EXP-6",),
+        "Processor.num_image_tokens (ToyPolicy())", ByteSizeCase,
+        {"num_bytes": (1, 4096)}, None,
+        _toy_post, _via("processor", _TOY_COUNT),
+        100, ("exp_toy_ceil",),
+    ),
+    _Row(
+        "fixed_token_count", ("EXP-7",),
+        "Processor.num_image_tokens (FixedPolicy(num_tokens))", FixedCase,
+        {"num_tokens": (1, 2048), "num_bytes": (1, 4096)}, None,
+        _fixed_post, _via("processor", _FIXED_COUNT),
+        60, ("exp_fixed_counts_cls",),
+    ),
+    _Row(
+        "dynamic_token_count", ("EXP-8",),
+        "Processor.num_image_tokens (DynamicResolutionPolicy())", ImageSizeCase,
+        _SIDES_4096, _not_too_elongated,
+        _dynamic_post, _via("processor", _array_count(_DYNAMIC)),
+        200, ("exp_dynamic_forgets_merge",),
+    ),
+    _Row(
+        "tiled_token_count", ("EXP-9",),
+        "Processor.num_image_tokens (TiledPolicy())", ImageSizeCase,
+        _SIDES_4096, _not_too_elongated,
+        _tiled_post, _via("processor", _array_count(_TILED)),
+        # the slowest per path: the oracle and the reference each try 12 grids
+        50, ("exp_tiled_tie_keeps_smaller",),
+    ),
+    _Row(
+        "rowbreak_range", ("EXP-10",),
+        "Processor.expand (RowBreakPolicy(), one image)", ImageSizeCase,
+        # within max_image_size: scaling a larger image divides by a symbolic ratio
+        # (nonlinear real arithmetic: seconds per CrossHair iteration); the Hypothesis
+        # property exp_rowbreak_policy covers the scaled images
+        {"height": (1, _ROWBREAK.max_image_size), "width": (1, _ROWBREAK.max_image_size)}, None,
+        _rowbreak_post, _via("processor", _expand_rowbreak),
+        200, ("exp_pixtral_floor",),
+    ),
+    _Row(
+        "embeds_in_range", ("EXP-5", "WRK-3"),
+        "PlaceholderRange.get_embeds_indices_in_range / get_num_embeds (spec.types)", EmbedsCase,
+        {"length": (1, 8)}, _mask_and_window,
+        _embeds_post, lambda adapter: spec_embeds,
+        200, ("mutants.embeds_end_inclusive", "mutants.embeds_ignore_mask"),
+    ),
+    _Row(
+        "scheduling_hook", ("SCH-1", "SCH-4", "SCH-5", "SCH-7"),
+        "SchedulingHook.try_schedule_encoder_inputs (two items, empty cache)", ScheduleCase,
+        {"first_offset": (0, 12), "first_length": (1, 12), "gap": (0, 6),
+         "second_length": (1, 12), "computed": (0, 40), "new": (1, 40), "budget": (0, 30),
+         "cache_size": (1, 30), "shift": (0, 1)}, None,
+        _schedule_post, _via("scheduling_hook", _schedule_two),
+        150, ("sch_budget_not_decremented", "sch_exact_budget_refused",
+              "sch_truncate_one_early", "sch_window_one_past"),
+    ),
+    _Row(
+        "encoder_budget_sizing", ("SCH-9",),
+        "SchedulingHook.compute_mm_encoder_budget (two modalities)", BudgetCase,
+        {"configured_budget": (0, 8192), "configured_cache": (0, 8192),
+         "max_batched": (0, 8192), "image_tokens": (0, 8192), "video_tokens": (0, 8192)}, None,
+        _budget_post, _via("scheduling_hook", _size_budget),
+        200, ("sch_budget_ignores_largest_item",),
+    ),
+    _Row(
+        "block_extra_keys", ("PFX-3", "PFX-6"),
+        "BlockHasher.block_extra_keys (two items)", ExtraKeysCase,
+        {"first_offset": (0, 24), "first_length": (1, 24), "gap": (0, 8),
+         "second_length": (1, 24)}, _block_after_start,
+        _keys_post, _via("block_hasher", _block_keys),
+        60, ("pfx_no_offset", "pfx_key_by_size"),
+    ),
 )
+
+
+def _precondition(row: _Row) -> Callable[[Any], bool]:
+    """``row``'s domain as a predicate: the bounds in order, then the relation."""
+    fields = {field.name for field in dataclasses.fields(row.case_type)}
+    assert set(row.bounds) <= fields, f"{row.name}: no field {set(row.bounds) - fields}"
+    bounds = tuple(row.bounds.items())
+    relation = row.relation
+
+    def pre(case: Any) -> bool:
+        for field, (low, high) in bounds:
+            if not low <= getattr(case, field) <= high:
+                return False
+        return relation is None or relation(case)
+
+    return pre
+
+
+def _contract(row: _Row) -> Contract[Any, Any]:
+    return Contract(
+        name=row.name,
+        clauses=row.clauses,
+        subject=row.subject,
+        case_type=row.case_type,
+        pre=_precondition(row),
+        post=row.post,
+        implementation=row.implementation,
+        iterations=row.iterations,
+        rejects=row.rejects,
+    )
 
 
 #: Every contract, in report order.
-CONTRACTS: tuple[Contract[Any, Any], ...] = (
-    EXPANSION,
-    TOY,
-    FIXED,
-    DYNAMIC,
-    TILED,
-    ROWBREAK,
-    EMBEDS,
-    SCHEDULING,
-    BUDGET,
-    EXTRA_KEYS,
-)
+CONTRACTS: tuple[Contract[Any, Any], ...] = tuple(_contract(row) for row in _TABLE)
 
 
 def contract_named(name: str) -> Contract[Any, Any]:
@@ -765,3 +727,15 @@ def contract_named(name: str) -> Contract[Any, Any]:
             return contract
     known = ", ".join(c.name for c in CONTRACTS)
     raise KeyError(f"no contract {name!r}; the contracts are {known}")
+
+
+EXPANSION = contract_named("expansion_arithmetic")
+TOY = contract_named("toy_token_count")
+FIXED = contract_named("fixed_token_count")
+DYNAMIC = contract_named("dynamic_token_count")
+TILED = contract_named("tiled_token_count")
+ROWBREAK = contract_named("rowbreak_range")
+EMBEDS = contract_named("embeds_in_range")
+SCHEDULING = contract_named("scheduling_hook")
+BUDGET = contract_named("encoder_budget_sizing")
+EXTRA_KEYS = contract_named("block_extra_keys")

@@ -2,11 +2,12 @@
 the splice's error message (SPL-3).
 
 Written from the policy definitions in ``spec/types.py`` and the clauses of
-``spec/SPEC.md``, never from ``reference/``: the reference is under test too. Where a
-clause says "rounding as upstream", the upstream arithmetic is mirrored operation by
-operation (same float expressions, same ``round`` with ties to even), because a
-"simplified" formula disagrees with the model's own image processor on exactly the
-boundary images the strategies aim at:
+``spec/SPEC.md``, never from ``reference/``: the reference is under test too, so each
+rule is stated in another form than the reference's where one exists (exact integer
+rounding, a closest-grid selection over the set of closest grids, an area quotient).
+Where a clause fixes floating-point expressions ("rounding as upstream"), they are kept
+operation by operation, because a "simplified" formula disagrees with the model's own
+image processor on exactly the boundary images the strategies aim at:
 
 * Qwen2-VL ``smart_resize`` — ``transformers/models/qwen2_vl/image_processing_qwen2_vl.py``
   (the current form: no error for sides below the factor, ``max(factor, ...)`` when
@@ -73,29 +74,45 @@ def fixed_num_tokens(policy: FixedPolicy) -> int:
 # --- EXP-8: dynamic resolution (Qwen2-VL smart_resize) ------------------------------
 
 
+def _nearest_multiple(side: int, factor: int) -> int:
+    """``side`` rounded to the nearest multiple of ``factor``, a half to the even one, in
+    integers (EXP-8's first rounding ``round(side/f)·f``: for sides below 2**52 the float
+    quotient is a half exactly when the exact one is, so the two agree)."""
+    quotient, remainder = divmod(side, factor)
+    if 2 * remainder > factor or (2 * remainder == factor and quotient % 2 == 1):
+        quotient += 1
+    return quotient * factor
+
+
 def smart_resize(
     height: int, width: int, factor: int, min_pixels: int, max_pixels: int
 ) -> tuple[int, int]:
-    """Qwen2-VL's ``smart_resize``, operation for operation (Python ``round`` rounds
-    halves to even, which decides e.g. a 42-pixel side with factor 28)."""
-    h_bar = round(height / factor) * factor
-    w_bar = round(width / factor) * factor
+    """EXP-8's resize: each side to the nearest multiple of ``factor``; if the area then
+    falls outside ``[min_pixels, max_pixels]``, both sides scaled by ``β`` and floored
+    (shrinking, at least ``factor``) or ceiled (growing) to multiples of ``factor``.
+    The scaling is SPEC.md's floating-point expressions operation for operation, as
+    ``reference/policies.py`` has them too: reordering a float expression changes the
+    result on exactly the boundary images the strategies aim at."""
+    h_bar, w_bar = _nearest_multiple(height, factor), _nearest_multiple(width, factor)
+    if min_pixels <= h_bar * w_bar <= max_pixels:
+        return h_bar, w_bar
     if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
+        shrink = math.sqrt((height * width) / max_pixels)
+        h_bar, w_bar = (
+            max(factor, math.floor(side / shrink / factor) * factor) for side in (height, width)
+        )
+        return h_bar, w_bar
+    grow = math.sqrt(min_pixels / (height * width))
+    h_bar, w_bar = (math.ceil(side * grow / factor) * factor for side in (height, width))
     return h_bar, w_bar
 
 
 def dynamic_num_tokens(policy: DynamicResolutionPolicy, height: int, width: int) -> int:
-    """EXP-8: one token per merged patch of the resized image."""
+    """EXP-8: one token per merged patch of the resized image: its area over the area of
+    a merged patch, ``(patch·merge)²`` (both sides are multiples of ``patch·merge``)."""
     factor = policy.patch_size * policy.merge_size
-    h_bar, w_bar = smart_resize(height, width, factor, policy.min_pixels, policy.max_pixels)
-    return (h_bar // factor) * (w_bar // factor)
+    resized = smart_resize(height, width, factor, policy.min_pixels, policy.max_pixels)
+    return math.prod(resized) // factor**2
 
 
 # --- EXP-9: tiled (InternVL) ---------------------------------------------------------
@@ -117,21 +134,18 @@ def tiled_target_grids(min_tiles: int, max_tiles: int) -> list[tuple[int, int]]:
 
 def tiled_grid(policy: TiledPolicy, height: int, width: int) -> tuple[int, int]:
     """EXP-9: ``(cols, rows)`` whose aspect ratio ``cols/rows`` is closest to
-    ``width/height``; on a tie, the later (larger) grid wins when the image has more
-    than half the grid's pixel area."""
+    ``width/height``. Of the grids at that closest distance, the first visited is kept
+    unless a later one has less than twice the image's area
+    (``w·h > ½·tile²·cols·rows``): then the last such one. (The clause's running
+    replacement, stated over the set of closest grids instead of as a loop.)"""
     aspect_ratio = width / height
-    area = width * height
-    best_diff = float("inf")
-    best = (1, 1)
-    for cols, rows in tiled_target_grids(policy.min_tiles, policy.max_tiles):
-        diff = abs(aspect_ratio - cols / rows)
-        if diff < best_diff:
-            best_diff = diff
-            best = (cols, rows)
-        elif diff == best_diff:
-            if area > 0.5 * policy.tile_size * policy.tile_size * cols * rows:
-                best = (cols, rows)
-    return best
+    grids = tiled_target_grids(policy.min_tiles, policy.max_tiles)
+    distance = {grid: abs(aspect_ratio - grid[0] / grid[1]) for grid in grids}
+    closest = min(distance.values())
+    first, *later = [grid for grid in grids if distance[grid] == closest]
+    half_tile_area = 0.5 * policy.tile_size * policy.tile_size
+    replacing = [g for g in later if width * height > half_tile_area * g[0] * g[1]]
+    return replacing[-1] if replacing else first
 
 
 def tiled_tokens_per_tile(policy: TiledPolicy) -> int:

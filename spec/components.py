@@ -120,8 +120,9 @@ class EncoderCacheManager(Protocol):
         ...
 
     def check_and_update_cache(self, request: RequestView, input_id: int) -> bool:
-        """True iff the item's output is held; then the request takes a reference.
-        Raises ``EmbedCountMismatchError`` if the held entry has another size (HASH-6)."""
+        """True iff the item's output is held; then the request takes a reference through
+        this item only, not through its other items with that hash (ECM-6). Raises
+        ``EmbedCountMismatchError`` if the held entry has another size (HASH-6)."""
         ...
 
     def can_allocate(

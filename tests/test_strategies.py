@@ -1,4 +1,4 @@
-"""Sanity tests of the shared strategies (properties/strategies.py) and the token-count
+"""Sanity tests of the shared strategies (properties/strategies/) and the token-count
 oracles (properties/oracles.py): the strategies produce what their names promise, and
 they do reach the hard cases they aim at (docs/zoo.md: what each strategy must reach)."""
 
