@@ -99,7 +99,8 @@ class EncoderCacheModel:
 
     def check_and_update_cache(self, request: RequestView, input_id: int) -> Reference | None:
         """ECM-3: a hit (``Reference``) iff the hash is held; the request then references
-        it and it leaves ``freeable``. ``None`` is a miss and changes nothing."""
+        it through this item only (ECM-6) and it leaves ``freeable``. ``None`` is a miss
+        and changes nothing."""
         item = request.items[input_id]
         if item.mm_hash not in self.sizes:
             return None
