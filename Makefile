@@ -1,5 +1,6 @@
-# mmspec — run everything from the checkout (see pyproject.toml for why nothing is
-# installed). `make verify` and `make test` set themselves up into .venv on first use.
+# mmspec — run everything from the checkout, nothing of ours installed (pyproject.toml:
+# the wheel carries the same folders as mmspec.*). `make verify` and `make test` set
+# themselves up into .venv on first use.
 
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python

@@ -28,8 +28,13 @@ from pathlib import Path
 
 _VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|rc|dev)\d+)?$")
 _STAMP = ".complete"
-#: The checkout's root: the default caches live there (ignored by git).
+#: The checkout's root: the default caches live there (ignored by git). Installed, this
+#: file is ``mmspec/adapters/release_wheel.py`` and ``mmspec/`` is a package (a checkout's
+#: root never is): the caches go to the current folder, never into the installed package.
+#: (This file runs by path, with the standard library only, so it cannot ask
+#: ``harness.names``; the test of the wheel checks both cases.)
 ROOT = Path(__file__).resolve().parents[1]
+CACHE_ROOT = Path.cwd() if (ROOT / "__init__.py").is_file() else ROOT
 
 
 class FetchError(RuntimeError):
@@ -47,7 +52,7 @@ class ReleaseWheel:
 
     @property
     def default_cache(self) -> Path:
-        return ROOT / f".{self.package}-cache"
+        return CACHE_ROOT / f".{self.package}-cache"
 
     def tree_dir(self, version: str, cache: Path | None = None) -> Path:
         return (cache or self.default_cache) / f"{self.package}-{version}"

@@ -25,6 +25,7 @@ from contracts.contract import Contract, Implementation
 from contracts.mutants import MUTANTS
 from contracts.search import Outcome, SearchResult, search
 from harness.loader import AdapterLoadError, load_adapter
+from harness.zoo import ZOO_PACKAGE
 
 _MUTANT_PREFIX = "mutants."
 
@@ -39,7 +40,7 @@ def _implementation(contract: Contract[Any, Any], target: str) -> Implementation
         contract_name, mutant = MUTANTS[name]
         return mutant if contract_name == contract.name else None
     ref = target if "." in target or "/" in target or target == "reference" else (
-        f"adapters.zoo.{target}"
+        f"{ZOO_PACKAGE}.{target}"
     )
     return contract.implementation(load_adapter(ref).adapter)
 

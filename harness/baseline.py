@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import names
 from harness.runner import ACCEPTED, Report, Verdict
 
 SCHEMA = "mmspec-verdicts/1"
@@ -146,13 +147,13 @@ def is_vllm_version(text: str) -> bool:
 def fetch_vllm(version: str) -> str:
     """The unpacked source tree of vLLM ``version`` (``adapters/vllm/fetch.py`` runs as a
     script in a process of its own: nothing of the adapters is imported here)."""
-    script = Path(_checkout_root()) / "adapters" / "vllm" / "fetch.py"
+    script = names.HOME / "adapters" / "vllm" / "fetch.py"
     completed = subprocess.run(
         [sys.executable, str(script), version],
         check=False,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=_checkout_root(),
+        cwd=_child_cwd(),
         env=_child_env(),
     )
     tree = completed.stdout.strip().splitlines()[-1:] if completed.stdout else []
@@ -180,14 +181,14 @@ def baseline_verdicts(
     with tempfile.TemporaryDirectory(prefix="mmspec-baseline-") as scratch:
         saved = Path(scratch) / "baseline.json"
         command = [
-            sys.executable, "-m", "properties", "verify", "--adapter", adapter,
+            sys.executable, "-m", names.MAIN, "verify", "--adapter", adapter,
             "--profile", profile, "--vllm-src", tree, "--save-report", str(saved),
         ]
         if only:
             command += ["--only", *only]
         print(f"baseline: verifying {tree} ...", file=sys.stderr, flush=True)
         completed = subprocess.run(
-            command, check=False, stdout=subprocess.DEVNULL, cwd=_checkout_root(),
+            command, check=False, stdout=subprocess.DEVNULL, cwd=_child_cwd(),
             env=_child_env(),
         )
         if completed.returncode not in (0, 1) or not saved.is_file():
@@ -197,14 +198,16 @@ def baseline_verdicts(
         return load_verdicts(saved)
 
 
-def _checkout_root() -> str:
-    return str(Path(__file__).resolve().parents[1])
+def _child_cwd() -> str | None:
+    """Where the child runs: the checkout's root (as ``make`` runs), or, installed, the
+    caller's own folder (a relative adapter path means what it means there)."""
+    return None if names.INSTALLED else str(names.HOME)
 
 
 def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop(VLLM_SOURCE_ENV, None)
-    root = _checkout_root()
+    root = str(names.IMPORT_ROOT)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
 

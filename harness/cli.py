@@ -29,6 +29,7 @@ from harness.isolation.options import (
     show_submission_output,
 )
 from harness.loader import REFERENCE_REF, AdapterLoadError
+from harness.names import COMMAND
 from harness.profiles import (
     DEFAULT_PROFILE,
     PROFILES,
@@ -69,7 +70,7 @@ def _environment_profile() -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m properties",
+        prog=COMMAND,
         description="Run the executable specification's properties against an adapter.",
     )
     parser.add_argument(

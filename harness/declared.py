@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from harness import names
 from harness.runner import ACCEPTED, Report
 
-EXPECTED_DIR = Path(__file__).resolve().parents[1] / "adapters" / "vllm" / "expected"
+EXPECTED_DIR = names.HOME / "adapters" / "vllm" / "expected"
 CLASSES = ("defect", "hazard")
 
 

@@ -27,16 +27,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from harness import names
 from properties.framework import Parts
 from spec.adapter import COMPONENTS, Adapter
 from spec.types import ProcessorConfig, SchedulerConfig
 
-#: The checkout root: adapters given as file paths import ``spec``/``reference`` from it.
-CHECKOUT_ROOT = Path(__file__).resolve().parents[1]
+#: The checkout root (installed: the ``mmspec/`` folder): where our own files lie.
+CHECKOUT_ROOT = names.HOME
 
-#: The default adapter, and the module the short name stands for.
+#: The default adapter, and the module the short name stands for (installed, the short
+#: name still says ``reference``: it means ``mmspec.reference.adapter``).
 REFERENCE_REF = "reference"
-_ALIASES = {REFERENCE_REF: "reference.adapter"}
+_ALIASES = {REFERENCE_REF: names.module("reference.adapter")}
 
 #: Provenance of a component that neither the adapter nor the fallback provides.
 NOT_PROVIDED = "not provided"
@@ -170,9 +172,10 @@ def _import_path(ref: str, path: Path) -> tuple[ModuleType | None, list[str]]:
         file, search = resolved, None
     else:
         return None, [f"no such file or directory: {ref}"]
-    # Adapters import spec/ and reference/ from the checkout, wherever the file lies.
-    if str(CHECKOUT_ROOT) not in sys.path:
-        sys.path.insert(0, str(CHECKOUT_ROOT))
+    # Adapters import spec/ and reference/ from the checkout, wherever the file lies
+    # (installed: ``mmspec`` is importable already, and its folder's parent is the root).
+    if str(names.IMPORT_ROOT) not in sys.path:
+        sys.path.insert(0, str(names.IMPORT_ROOT))
     digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:12]
     module_name = f"{_PATH_MODULE_PREFIX}{digest}"
     if module_name in sys.modules:

@@ -42,11 +42,15 @@ from hypothesis.database import (
 )
 from hypothesis.errors import InvalidArgument
 
+from harness import names
+
 #: Where the ``dev``/``thorough`` example databases live, one directory per adapter
-#: (``MMSPEC_EXAMPLES_DIR`` moves them, e.g. to keep a test's runs out of the checkout's).
+#: (``MMSPEC_EXAMPLES_DIR`` moves them, e.g. to keep a test's runs out of the checkout's):
+#: the checkout's ``.hypothesis/``, or, installed, the current folder's (as Hypothesis'
+#: own default), never inside the installed package.
 EXAMPLES_ROOT = Path(
     os.environ.get("MMSPEC_EXAMPLES_DIR")
-    or Path(__file__).resolve().parents[1] / ".hypothesis" / "examples"
+    or (Path.cwd() if names.INSTALLED else names.HOME) / ".hypothesis" / "examples"
 )
 
 #: The environment variable naming the shared Redis example database
@@ -213,7 +217,8 @@ def _redis_client(url: str) -> Any:
     except ImportError as e:  # pragma: no cover - redis is in requirements.txt
         raise SharedDatabaseError(
             f"{REDIS_URL_ENV} is set but the redis package is missing ({e}); "
-            "run `make .venv` (requirements.txt pins it)"
+            "run `make .venv` (requirements.txt pins it), or installed: "
+            "`pip install 'mmspec[redis]'`"
         ) from e
     try:
         client = redis.Redis.from_url(url)

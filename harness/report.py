@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from harness.names import COMMAND
 from harness.runner import Failure, PropertyResult, Report, Verdict
 from spec.clauses import load_clauses, mmspec_version, spec_digest
 
@@ -111,12 +112,12 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
     for set_aside in dict.fromkeys(f.set_aside for f in result.failures):
         with_aside = f" --set-aside {' '.join(set_aside)}" if set_aside else ""
         lines.append(
-            f"  python -m properties verify --adapter {report.adapter_ref} "
+            f"  {COMMAND} verify --adapter {report.adapter_ref} "
             f"--profile {report.profile} --only {result.name}{with_aside}{replay_options}"
         )
     if not result.failures:
         lines.append(
-            f"  python -m properties verify --adapter {report.adapter_ref} "
+            f"  {COMMAND} verify --adapter {report.adapter_ref} "
             f"--profile {report.profile} --only {result.name}{replay_options}"
         )
     return lines

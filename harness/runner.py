@@ -43,6 +43,7 @@ from harness.loader import (
     build_parts,
     load_adapter,
 )
+from harness.names import COMMAND
 from harness.profiles import DEFAULT_PROFILE, PROFILES, settings_for
 from properties.framework import ClauseViolation, Parts, PropertySpec, Runnable, setting_aside
 from spec.clauses import (
@@ -589,7 +590,7 @@ def _select(
     if unknown:
         raise UnknownSelectionError(
             f"--only {', '.join(unknown)}: no such property or clause "
-            "(`python -m properties list` shows them)"
+            f"(`{COMMAND} list` shows them)"
         )
     wanted = set(only)
     return [(c, n) for c, n in pairs if c in wanted or n in wanted]

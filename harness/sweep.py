@@ -24,6 +24,7 @@ import time
 from collections.abc import Sequence
 
 from harness.loader import REFERENCE_REF, AdapterLoadError
+from harness.names import COMMAND
 from harness.profiles import DEFAULT_PROFILE, PROFILES
 from harness.report import summary_line
 from harness.runner import ACCEPTED, Report, UnknownSelectionError, verify
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = failing_rows(report)
         print(f"[{number}/{len(seeds)}] seed {seed}: {summary_line(report)}", flush=True)
         for row in bad:
-            print(f"    {row}; replay: python -m properties verify --adapter {args.adapter} "
+            print(f"    {row}; replay: {COMMAND} verify --adapter {args.adapter} "
                   f"--profile {args.profile} --only {row.split()[1]} --seed {seed}")
         if bad:
             failed.append(seed)

@@ -19,11 +19,12 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.names import HOME, PREFIX
 from spec.adapter import COMPONENTS
 
 #: The zoo's folder and package.
-ZOO_DIR = Path(__file__).resolve().parents[1] / "adapters" / "zoo"
-ZOO_PACKAGE = "adapters.zoo"
+ZOO_DIR = HOME / "adapters" / "zoo"  # a checkout's only: no wheel carries the zoo
+ZOO_PACKAGE = PREFIX + "adapters.zoo"
 
 #: Import roots of this checkout: a zoo module failing to import one of these is broken;
 #: failing to import anything else means an optional dependency (torch) is absent.

@@ -22,6 +22,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "exhaustive": frozenset({"spec", "properties"}),
     "harness": frozenset({"spec", "properties", "exhaustive"}),
     "contracts": frozenset({"spec", "properties", "harness"}),
+    # the command line's entry point (``python -m mmspec``; installed, the package)
+    "mmspec": frozenset({"spec", "harness"}),
 }
 
 #: ``python -m properties`` stays a command: its entry point runs the harness's command

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import mmspec_cli
 from harness.catalog import registered_properties
 from harness.grading.formats import FORMATS, render
 from harness.grading.grade import SECRET_SEED, GradeReport, ItemStatus, grade
 from harness.grading.rubric import Rubric, load_rubric
 from harness.loader import build_parts, load_adapter
 from harness.runner import Verdict, run_property
+from mmspec import __main__ as launcher
 from properties.framework import Parts, PropertySpec, Runnable, stateless
 from spec.adapter import COMPONENTS
 from tests.conftest import ROOT
@@ -289,11 +289,12 @@ def test_the_command_line_exit_statuses(tmp_path: Path, fixtures_dir: Path) -> N
 def test_the_console_script_launcher_finds_the_checkout(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    assert mmspec_cli.find_checkout() == ROOT
-    assert mmspec_cli.main(["list"]) == 0
+    assert not launcher.INSTALLED
+    assert launcher.find_checkout() == ROOT
+    assert launcher.main(["list"]) == 0
     assert "EXP-1" in capsys.readouterr().out
     monkeypatch.setenv("MMSPEC_HOME", str(tmp_path))  # not a checkout: falls back
-    assert mmspec_cli.find_checkout() == ROOT
+    assert launcher.find_checkout() == ROOT
 
 
 def test_grading_only_a_subset_of_a_rubric(tmp_path: Path) -> None:

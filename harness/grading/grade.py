@@ -54,6 +54,7 @@ from harness.loader import (
     load_adapter,
     make_siblings_importable,
 )
+from harness.names import COMMAND
 from harness.profiles import PROFILES
 from harness.runner import (
     ClauseRow,
@@ -350,7 +351,7 @@ class _Context:
     exhaustive: str | None = None
 
     def command(self, property_name: str) -> str:
-        parts = ["python -m properties grade", self.adapter_ref]
+        parts = [f"{COMMAND} grade", self.adapter_ref]
         if self.profile != GRADING_PROFILE:
             parts.append(f"--profile {self.profile}")
         if self.seed is not None:

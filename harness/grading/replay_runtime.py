@@ -211,6 +211,7 @@ def raised_by(error: BaseException) -> tuple[str, str]:
         frame
         for frame in traceback.extract_tb(error.__traceback__)
         if not _inside(frame.filename, PASSIVE_FOLDERS)
+        or _inside(frame.filename, STAND_IN_FOLDERS)  # an installed mmspec's reference
     ]
     script = os.path.realpath(__file__)
     inner: list[traceback.FrameSummary] = []

@@ -60,10 +60,13 @@ from harness.grading.recording import (
 from harness.grading.replay_runtime import THE_RUN, Labels, graded_form, normal
 from harness.grading.report_text import printable
 from harness.isolation.supervisor import Limits, describe_exit
+from harness.names import IMPORT_ROOT, INSTALLED, PREFIX
 from spec.adapter import Adapter
 
 _RUNTIME_PATH = Path(__file__).with_name("replay_runtime.py")
-_CHECKOUT_ROOT = Path(__file__).resolve().parents[2]
+#: The folder the script puts first on ``sys.path``: the checkout, or (installed) the
+#: folder holding the ``mmspec`` package.
+_CHECKOUT_ROOT = IMPORT_ROOT
 
 #: How results of each (component, member) are compared; the default is "exact".
 _MODES: Mapping[tuple[str, str], str] = {
@@ -79,7 +82,10 @@ _OPEN_WHEN_THEIRS = frozenset({"engine_loop"})
 #: Inside the reference engine loop the embeddings come from whichever encoder is used.
 _ENGINE_MODE = "opaque-arrays"
 
-_SPEC_MODULES = ("spec.types", "spec.components", "spec.adapter", "spec.errors")
+_SPEC_MODULES = tuple(
+    PREFIX + name for name in ("spec.types", "spec.components", "spec.adapter", "spec.errors")
+)
+_ERRORS_MODULE = PREFIX + "spec.errors"
 #: Errors whose message SPEC.md fixes word for word (SPL-3, DIFF-3), not only their type.
 _MESSAGE_FIXED = frozenset({"SpliceCountError"})
 
@@ -437,7 +443,9 @@ def build_script(
         _runtime_source().rstrip(),
         "",
         "",
-        _LOADER.replace("@CHECKOUT@", repr(str(_CHECKOUT_ROOT))),
+        _LOADER.replace("@CHECKOUT@", repr(str(_CHECKOUT_ROOT)))
+        .replace("@PACKAGE@", repr(PREFIX.rstrip(".")))
+        .replace("@REFERENCE@", repr(PREFIX + "reference.adapter")),
         "",
         "install()",
         f"ADAPTER = load_adapter(sys.argv[1] if len(sys.argv) > 1 else {context.adapter_ref!r})",
@@ -638,9 +646,9 @@ def _construction(
     """The ``with`` line around a construction that raised, on either side (a probe
     meant to raise, such as an invalid configuration): ``{step}`` and ``{quoted}`` to
     fill in. None: a plain construction."""
-    if isinstance(oracle, Raised) and oracle.error_type.__module__ == "spec.errors":
+    if isinstance(oracle, Raised) and oracle.error_type.__module__ == _ERRORS_MODULE:
         name = oracle.error_type.__name__
-        error_names.add(("spec.errors", name))
+        error_names.add((_ERRORS_MODULE, name))
         return f"with raises({{step}}, {{quoted}}, {name}):"
     if isinstance(oracle, Raised):
         return "with tolerate({step}, {quoted}):"
@@ -676,9 +684,9 @@ def _step(
         ]
     if entry.component in _OPEN_WHEN_THEIRS and theirs:
         oracle = None
-    if isinstance(oracle, Raised) and oracle.error_type.__module__ == "spec.errors":
+    if isinstance(oracle, Raised) and oracle.error_type.__module__ == _ERRORS_MODULE:
         name = oracle.error_type.__name__
-        error_names.add(("spec.errors", name))
+        error_names.add((_ERRORS_MODULE, name))
         message = f", {oracle.message!r}" if name in _MESSAGE_FIXED else ""
         return [f"with raises({step}, {quoted}, {name}{message}):", f"    {call}"]
     student_raised = isinstance(entry.outcome, Raised)
@@ -739,13 +747,10 @@ def _header(context: ScriptContext, steps: int, own_engine: bool = False) -> str
             "implementation in its minimal failing example, and after each call checks what",
             "the specification expects (the reference implementation's result for the same",
             "call; content hashes and embeddings by their pattern of equalities). It needs",
-            "only numpy and this checkout's spec/ (and reference/ for components you lack).",
+            *(_NEEDS_INSTALLED if INSTALLED else _NEEDS_CHECKOUT),
             *(_OWN_ENGINE if own_engine else ()),
             "",
-            "Run it from any folder (it finds the mmspec checkout: $MMSPEC_HOME, else a",
-            "folder above it or the current one, else the checkout that wrote it):",
-            "    python THIS_FILE.py [path/to/your/adapter.py]",
-            "    MMSPEC_HOME=/path/to/mmspec python THIS_FILE.py ...   # on another machine",
+            *(_RUN_INSTALLED if INSTALLED else _RUN_CHECKOUT),
             "The failure reproduces when it stops at a step with 'REPRODUCED' (exit status",
             "1); once fixed, it runs to the end. To replay the property itself:",
             "    " + _docstring_safe(context.command),
@@ -753,6 +758,27 @@ def _header(context: ScriptContext, steps: int, own_engine: bool = False) -> str
         ]
     )
 
+
+_NEEDS_CHECKOUT = (
+    "only numpy and this checkout's spec/ (and reference/ for components you lack).",
+)
+_RUN_CHECKOUT = (
+    "Run it from any folder (it finds the mmspec checkout: $MMSPEC_HOME, else a",
+    "folder above it or the current one, else the checkout that wrote it):",
+    "    python THIS_FILE.py [path/to/your/adapter.py]",
+    "    MMSPEC_HOME=/path/to/mmspec python THIS_FILE.py ...   # on another machine",
+)
+_NEEDS_INSTALLED = (
+    "only numpy and the installed mmspec's spec (and its reference for components you",
+    "lack).",
+)
+_RUN_INSTALLED = (
+    "Run it from any folder (it finds mmspec: $MMSPEC_HOME, else a folder above it or",
+    "the current one that holds the mmspec package, else the mmspec this Python",
+    "imports, else the one that wrote it):",
+    "    python THIS_FILE.py [path/to/your/adapter.py]",
+    "    MMSPEC_HOME=/folder/holding/mmspec python THIS_FILE.py ...   # another copy",
+)
 
 _OWN_ENGINE = (
     "Calls the reference cannot answer for (your engine loop, where SPEC.md fixes",
@@ -785,24 +811,32 @@ from pathlib import Path
 
 #: The checkout that wrote this script (used when no other is found).
 WRITTEN_IN = @CHECKOUT@
+#: "" when a checkout wrote it (spec/ is top-level); "mmspec" when the installed
+#: distribution did (its folders are mmspec/spec/, ...; the root is the folder holding it).
+PACKAGE = @PACKAGE@
 
 
 def is_checkout(folder: Path) -> bool:
-    return (folder / "spec" / "SPEC.md").is_file()
+    return (folder / PACKAGE / "spec" / "SPEC.md").is_file()
 
 
 def checkout() -> Path:
     """The mmspec checkout: $MMSPEC_HOME, else a folder above this script or the cwd,
-    else the checkout that wrote this script."""
+    else (installed) the mmspec this interpreter imports, else the one that wrote this
+    script."""
     home = os.environ.get("MMSPEC_HOME")
+    where = os.path.join(PACKAGE, "spec", "SPEC.md")
     if home:
         if not is_checkout(Path(home)):
-            sys.exit(f"MMSPEC_HOME={home} is not an mmspec checkout (it has no spec/SPEC.md)")
+            sys.exit(f"MMSPEC_HOME={home} is not an mmspec checkout (it has no {where})")
         return Path(home).resolve()
     for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
         for folder in (start, *start.parents):
             if is_checkout(folder):
                 return folder
+    found = importlib.util.find_spec(PACKAGE) if PACKAGE else None
+    if found is not None and found.origin and is_checkout(Path(found.origin).parents[1]):
+        return Path(found.origin).resolve().parents[1]
     if is_checkout(Path(WRITTEN_IN)):
         return Path(WRITTEN_IN)
     sys.exit(
@@ -816,10 +850,10 @@ def load_adapter(ref: str) -> Any:
     root = str(checkout())
     if root not in sys.path:
         sys.path.insert(0, root)
-    STAND_IN_FOLDERS.append(os.path.realpath(os.path.join(root, "reference")))
-    PASSIVE_FOLDERS.append(os.path.realpath(os.path.join(root, "spec")))
+    STAND_IN_FOLDERS.append(os.path.realpath(os.path.join(root, PACKAGE, "reference")))
+    PASSIVE_FOLDERS.append(os.path.realpath(os.path.join(root, PACKAGE, "spec")))
     if ref == "reference":
-        ref = "reference.adapter"
+        ref = @REFERENCE@
     path = Path(ref)
     if not (ref.endswith(".py") or "/" in ref or "\\\\" in ref or path.is_dir()):
         return importlib.import_module(ref).ADAPTER

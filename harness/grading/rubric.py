@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.names import HOME, INSTALLED
 from spec.clauses import Clause, load_clauses
 
 #: The rubric ``make grade`` and the Gradescope bundle use unless told otherwise.
-DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "rubrics" / "default.toml"
+DEFAULT_RUBRIC = HOME / "rubrics" / "default.toml"  # installed: package data
 
 #: Gradescope's visibility settings (its results.json format), in increasing secrecy.
 VISIBILITIES: tuple[str, ...] = ("visible", "after_published", "after_due_date", "hidden")
@@ -86,7 +87,10 @@ class Rubric:
 def load_rubric(path: str | Path | None = None) -> Rubric:
     """Read and check the rubric at ``path`` (default: :data:`DEFAULT_RUBRIC`)."""
     target = Path(path) if path is not None else DEFAULT_RUBRIC
-    source = str(path) if path is not None else "rubrics/default.toml"
+    # the default as a checkout names it; installed, its full path (a replay command run
+    # from another folder must not read a rubrics/default.toml of that folder's)
+    default = str(DEFAULT_RUBRIC) if INSTALLED else "rubrics/default.toml"
+    source = str(path) if path is not None else default
     try:
         text = target.read_text(encoding="utf-8")
     except OSError as e:

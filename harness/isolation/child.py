@@ -47,8 +47,9 @@ from typing import Any
 
 from harness.isolation import wire
 from harness.isolation.extensions import extension_members, observed_properties
+from harness.names import HOME
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = HOME
 #: The grader's own folders: their frames are left out of a submission's traceback.
 _GRADER_FOLDERS = ("harness", "properties")
 

@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from harness import names
 from harness.isolation import wire
 from harness.isolation.sandbox import SandboxUser, kill_user_processes
-
-_ROOT = Path(__file__).resolve().parents[2]
 
 #: An environment variable that may hold the child command prefix (shell words).
 PREFIX_ENV = "MMSPEC_CHILD_PREFIX"
@@ -106,7 +105,7 @@ class Child:
             [
                 sys.executable,
                 "-m",
-                "harness.isolation.child",
+                names.module("harness.isolation.child"),
                 str(theirs.fileno()),
                 str(limits.memory_bytes),
                 str(limits.cpu_seconds),
@@ -114,7 +113,7 @@ class Child:
         )
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
-            [str(_ROOT), *filter(None, [env.get("PYTHONPATH")])]
+            [str(names.IMPORT_ROOT), *filter(None, [env.get("PYTHONPATH")])]
         )
         # One BLAS thread: less virtual memory under RLIMIT_AS, no CPU oversubscription.
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

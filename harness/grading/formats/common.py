@@ -11,6 +11,7 @@ import re
 
 from harness.grading.grade import FailureDetail, GradeReport, ItemResult, ItemStatus
 from harness.grading.reproducer import Verification
+from harness.names import INSTALLED
 
 #: How the item's score reads.
 STATUS_WORDS = {
@@ -106,7 +107,12 @@ def reproducer_outcome(verification: Verification | None) -> str:
 
 def run_line(filename: str) -> str:
     """How to run a reproducer: from any folder, the script finds the checkout that wrote
-    it; elsewhere (another machine) MMSPEC_HOME names one."""
+    it; elsewhere (another machine) MMSPEC_HOME names one, or mmspec is installed there."""
+    if INSTALLED:
+        return (
+            f"python {filename} [path/to/your/adapter.py] (from any folder, with mmspec "
+            "installed)"
+        )
     return (
         f"python {filename} [path/to/your/adapter.py] (from any folder; on another machine, "
         f"MMSPEC_HOME=/path/to/mmspec python {filename} ...)"

@@ -1,0 +1,320 @@
+"""The installable distribution (issue 21, docs/architecture.md "Installed"): the wheel
+carries the checkout's folders as ``mmspec.*``, its imports rewritten by setup.py's hook,
+and works from any folder beside unrelated top-level packages named ``spec`` and
+``properties``, neither shadowing the other.
+
+The first tests check the build hook's pieces in process. The last builds the wheel
+from a copy of the tracked files (a clean clone), offline (``pip wheel
+--no-build-isolation`` with this interpreter's setuptools, which requirements.txt pins),
+installs it with ``pip install --target`` into a folder that is the only entry of
+``PYTHONPATH``, and runs ``python -m mmspec`` there from a folder under /tmp. Without
+the tooling it skips, saying why; where CI is set it fails instead.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from harness import names
+from spec.clauses import mmspec_version
+from tests.conftest import ROOT
+
+REQUIRED = bool(os.environ.get("CI"))
+
+
+def _setup_module() -> ModuleType:
+    """setup.py as a plain module (it builds only when run as ``__main__``)."""
+    spec = importlib.util.spec_from_file_location("mmspec_setup", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SETUP = _setup_module()
+
+
+# --- the build hook ----------------------------------------------------------------------
+
+SOURCE = '''"""Docs quote `from spec.types import Request`; so does a string below."""
+from __future__ import annotations
+
+import os
+from spec.types import (
+    Request,
+)
+from spec import errors
+import numpy as np, spec.adapter
+import reference.adapter as ref_adapter
+from .sibling import thing
+from specific.thing import other  # not ours: a root is matched whole
+
+TEXT = "from harness.cli import main"
+
+
+def later() -> None:
+    from harness.cli import main  # noqa
+    import properties
+'''
+
+EXPECTED = '''"""Docs quote `from spec.types import Request`; so does a string below."""
+from __future__ import annotations
+
+import os
+from mmspec.spec.types import (
+    Request,
+)
+from mmspec.spec import errors
+import numpy as np; import mmspec.spec.adapter; from mmspec import spec
+import mmspec.reference.adapter as ref_adapter
+from .sibling import thing
+from specific.thing import other  # not ours: a root is matched whole
+
+TEXT = "from harness.cli import main"
+
+
+def later() -> None:
+    from mmspec.harness.cli import main  # noqa
+    from mmspec import properties
+'''
+
+
+def test_the_hook_rewrites_import_statements_only_on_their_own_lines() -> None:
+    rewritten = SETUP.rewrite_imports(SOURCE, "example.py")
+    assert rewritten == EXPECTED
+    assert len(rewritten.splitlines()) == len(SOURCE.splitlines())  # tracebacks keep lines
+
+
+def test_the_hook_refuses_what_it_cannot_rewrite_or_the_wheel_lacks() -> None:
+    with pytest.raises(SETUP.ImportRewriteError, match="does not carry"):
+        SETUP.rewrite_imports("from fuzz.run import main\n", "x.py")
+    with pytest.raises(SETUP.ImportRewriteError, match="does not carry"):
+        SETUP.rewrite_imports("from tests.conftest import ROOT\n", "x.py")
+    with pytest.raises(SETUP.ImportRewriteError, match="line of `from`"):
+        SETUP.rewrite_imports("from \\\n    spec.types import Request\n", "x.py")
+
+
+def test_the_shipped_files_hold_the_package_data_and_not_the_zoo() -> None:
+    shipped = dict(SETUP.shipped_files(ROOT))
+    assert shipped["spec/SPEC.md"] is False
+    assert shipped["rubrics/default.toml"] is False
+    assert shipped["adapters/vllm/expected/0.22.1.json"] is False
+    assert shipped["adapters/template/adapter.py"] is True
+    assert not [path for path in shipped if path.startswith("adapters/zoo")]
+    assert "adapters/vllm/ci.py" not in shipped
+    assert {path.split("/")[0] for path in shipped} == {*SETUP.ROOTS, "rubrics"}
+    for path, is_module in shipped.items():  # what the build does to each module
+        if is_module:
+            SETUP.rewrite_imports((ROOT / path).read_text(encoding="utf-8"), path)
+
+
+def test_in_the_checkout_module_names_are_top_level() -> None:
+    assert names.PREFIX == "" and not names.INSTALLED
+    assert names.HOME == names.IMPORT_ROOT == ROOT
+    assert names.module("reference.adapter") == "reference.adapter"
+    assert names.COMMAND == "python -m properties"
+
+
+# --- the wheel, built, installed and run -------------------------------------------------
+
+
+def _tooling_missing() -> str | None:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        return "not a git checkout (the wheel is built from `git ls-files`)"
+    if importlib.util.find_spec("pip") is None:
+        return "pip is not installed in this interpreter"
+    try:
+        version = importlib.metadata.version("setuptools")
+    except importlib.metadata.PackageNotFoundError:
+        version = "none"
+    if not version.split(".")[0].isdigit() or int(version.split(".")[0]) < 77:
+        return (
+            f"building the wheel offline needs setuptools>=77 in this interpreter (found "
+            f"{version}); requirements.txt pins it: `make .venv`"
+        )
+    return None
+
+
+def _run(
+    args: list[str], cwd: Path, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _clean_copy(target: Path) -> None:
+    """The tracked files of the checkout, as a fresh clone has them."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.decode("utf-8")
+    for relative in filter(None, listed.split("\0")):
+        source = ROOT / relative
+        if source.is_file() and not source.is_symlink():
+            destination = target / relative
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+
+
+TINY = '''"""A tiny adapter written against the installed package: the reference's splice."""
+from mmspec.reference.splice import Splice
+from mmspec.spec.adapter import Adapter
+
+ADAPTER = Adapter(name="tiny", splice=Splice)
+'''
+
+EMPTY_NOOP = '''"""A splice that ignores an empty embedding list (breaks SPL-4)."""
+from mmspec.reference.splice import Splice
+from mmspec.spec.adapter import Adapter
+
+
+class EmptyNoop(Splice):
+    def merge(self, inputs_embeds, mm_embeds, is_multimodal):
+        if len(mm_embeds) == 0:
+            return inputs_embeds
+        return super().merge(inputs_embeds, mm_embeds, is_multimodal)
+
+
+ADAPTER = Adapter(name="empty-noop", splice=EmptyNoop)
+'''
+
+PROBE = '''
+import sys
+from pathlib import Path
+import spec, properties
+import mmspec, mmspec.harness.cli, mmspec.adapters.release_wheel as release_wheel
+from mmspec.harness import names, profiles, declared
+from mmspec.harness.grading import rubric
+assert spec.FAKE == "spec" and properties.FAKE == "properties", (spec, properties)
+ours = [m for m in ("harness", "reference", "exhaustive", "contracts", "adapters")
+        if m in sys.modules]
+assert not ours, ours  # nothing of ours imported under a bare name
+assert names.PREFIX == "mmspec." and names.COMMAND == "python -m mmspec"
+assert names.IMPORT_ROOT == Path(mmspec.__file__).resolve().parents[1]
+assert rubric.DEFAULT_RUBRIC.is_file() and (declared.EXPECTED_DIR / "0.22.1.json").is_file()
+assert profiles.EXAMPLES_ROOT == Path.cwd() / ".hypothesis" / "examples"
+assert release_wheel.CACHE_ROOT == Path.cwd()  # never inside the installed package
+print("version", mmspec.__version__)
+'''
+
+
+def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path) -> None:
+    missing = _tooling_missing()
+    if missing:
+        if REQUIRED:
+            pytest.fail(missing + " (required where CI is set)")
+        pytest.skip(missing)
+    source, dist, site, work = (tmp_path / n for n in ("src", "dist", "site", "work"))
+    for folder in (dist, site, work):
+        folder.mkdir()
+    _clean_copy(source)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "MMSPEC_HOME", "HYPOTHESIS_PROFILE",
+                        "MMSPEC_EXAMPLES_DIR", "MMSPEC_REDIS_URL")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "--no-index", str(source), "-w", str(dist)],
+        cwd=tmp_path, env=env, timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = dist.glob("mmspec-*.whl")
+    assert wheel.stat().st_size > 100_000, wheel.stat().st_size
+    with zipfile.ZipFile(wheel) as archive:
+        files = archive.namelist()
+    assert not [f for f in files if "zoo" in f.split("/")], "the zoo is in the wheel"
+    assert {f.split("/")[0] for f in files} == {"mmspec", f"mmspec-{mmspec_version()}.dist-info"}
+    for wanted in ("mmspec/__init__.py", "mmspec/__main__.py", "mmspec/spec/SPEC.md",
+                   *(f"mmspec/{root}/__init__.py" for root in SETUP.ROOTS)):
+        assert wanted in files, wanted
+
+    # the sdist (what `python -m build` builds the wheel from) hands out no more
+    build_sdist = (
+        "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))"
+    )
+    sdist = _run([sys.executable, "-c", build_sdist, str(dist)], cwd=source, env=env)
+    assert sdist.returncode == 0, sdist.stdout + sdist.stderr
+    with tarfile.open(dist / sdist.stdout.split()[-1]) as archive:
+        packed = {name.split("/", 1)[-1] for name in archive.getnames()}
+    assert {"setup.py", "spec/SPEC.md", "harness/names.py", "rubrics/default.toml"} <= packed
+    assert not [name for name in packed if name.startswith(("adapters/zoo", "tests"))]
+
+    installed = _run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
+         "--target", str(site), str(wheel)],
+        cwd=tmp_path, env=env,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    for fake in ("spec", "properties"):  # unrelated packages of the same top-level names
+        (site / fake).mkdir()
+        (site / fake / "__init__.py").write_text(f"FAKE = {fake!r}\n", encoding="utf-8")
+    (work / "tiny.py").write_text(TINY, encoding="utf-8")
+    (work / "empty_noop.py").write_text(EMPTY_NOOP, encoding="utf-8")
+    env["PYTHONPATH"] = str(site)  # the installed folder only, never the checkout
+    python = [sys.executable]
+
+    probe = _run([*python, "-c", PROBE], cwd=work, env=env)
+    assert probe.returncode == 0, probe.stdout + probe.stderr
+    assert f"version {mmspec_version()}" in probe.stdout
+
+    version = _run([str(site / "bin" / "mmspec"), "--version"], cwd=work, env=env)
+    assert version.returncode == 0, version.stdout + version.stderr
+    assert version.stdout.startswith(f"mmspec {mmspec_version()} (SPEC.md digest ")
+
+    listed = _run([*python, "-m", "mmspec", "list"], cwd=work, env=env)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "spl_no_broadcast" in listed.stdout and "[mmspec.properties." in listed.stdout
+
+    verified = _run(
+        [*python, "-m", "mmspec", "verify", "--only", "SPL-4", "--profile", "dev"],
+        cwd=work, env=env,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "SPL-4" in verified.stdout and "1 pass" in verified.stdout
+
+    graded = _run([*python, "-m", "mmspec", "grade", "tiny.py", "--only", "SPL-4"],
+                  cwd=work, env=env)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    assert "mmspec grade: 10/10" in graded.stdout  # in the isolated child (-m mmspec...)
+
+    # a failure's replay line runs from another folder, as printed
+    failing = _run(
+        [*python, "-m", "mmspec", "verify", "--adapter", str(work / "empty_noop.py"),
+         "--only", "SPL-4"],
+        cwd=work, env=env,
+    )
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    replay = next(line.strip() for line in failing.stdout.splitlines()
+                  if line.strip().startswith("python -m mmspec verify"))
+    again = _run([*python, *replay.split()[1:]], cwd=tmp_path, env=env)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "FAIL" in again.stdout
+
+    # a graded failure's reproducer: verified by the grader, and run from elsewhere
+    regraded = _run(
+        [*python, "-m", "mmspec", "grade", "empty_noop.py", "--only", "SPL-4",
+         "--reproducers", "repro"],
+        cwd=work, env=env,
+    )
+    assert regraded.returncode == 1, regraded.stdout + regraded.stderr
+    assert "python -m mmspec grade empty_noop.py --only spl_no_broadcast" in regraded.stdout
+    assert "verified, it ends in REPRODUCED" in regraded.stdout
+    (script,) = (work / "repro").glob("repro_*.py")
+    reproduced = _run([*python, str(script), str(work / "empty_noop.py")],
+                      cwd=tmp_path, env=env)
+    assert reproduced.returncode == 1, reproduced.stdout + reproduced.stderr
+    assert "REPRODUCED: step 1" in reproduced.stderr
+    fixed = _run([*python, str(script), "reference"], cwd=tmp_path, env=env)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
