@@ -9,10 +9,10 @@ moment, so that the machine (:mod:`properties.engine_machine`) calls them in the
 it always has: the order in which they run is the order a failure is reported in, so
 that a run breaking two clauses reports the same one every time.
 
-Three checks raise :class:`ClauseViolation` themselves instead of calling ``check``
-(SYS-1's missed embedding, SYS-6's foreign KV source, SYS-9's refused lowest config):
-as before the split, they are not turned into rejected test cases when their clause is
-set aside.
+Every violation goes through ``check``, so a clause the runner sets aside rejects the
+test case instead of failing it (SYS-1's missed embedding, SYS-6's foreign KV source
+and SYS-9's refused lowest config raised directly before the split, and so failed a
+rerun that had set their clause aside).
 
 Over 400 lines because SYS has ten clauses, most checked at several moments of a step,
 each message spelled out in full (a counterexample's words); split further, the SYS
@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from properties.engine_narration import fmt_source
-from properties.framework import ClauseViolation, check, expect_error
+from properties.framework import check, expect_error
 from properties.models.engine import (
     EngineModel,
     RequestFacts,
@@ -58,9 +58,8 @@ def sys1_step_serves_everything(engine: EngineLoop, step: int) -> StepOutput:
     try:
         return engine.step()
     except MissingEmbeddingError as e:
-        raise ClauseViolation(
-            "SYS-1", f"step {step}: the worker missed an embedding: {e}"
-        ) from e
+        check(False, "SYS-1", f"step {step}: the worker missed an embedding: {e}")
+        raise AssertionError("unreachable: check(False, ...) raises or rejects") from e
 
 
 def sys1_items_served(
@@ -311,7 +310,8 @@ def sys6_kv_sources(
     for position, source in enumerate(snap.kv_sources):
         want = facts.source_at(position, snap.output_token_ids)
         if source != want:
-            raise ClauseViolation(
+            check(
+                False,
                 "SYS-6",
                 f"{request_id}'s KV at position {position} was computed from "
                 f"{fmt_source(source, label)}, but that position is "
@@ -548,9 +548,7 @@ def sys9_config_limits(build: Callable[[EngineConfig], EngineLoop]) -> None:
     try:
         build(lowest)
     except InvalidInputError as error:
-        raise ClauseViolation(
-            "SYS-9", f"an engine exactly at the config limits was refused: {error}"
-        ) from error
+        check(False, "SYS-9", f"an engine exactly at the config limits was refused: {error}")
     bad: list[tuple[str, Any]] = []
     for name, limit in (
         ("token_budget", 1), ("encoder_compute_budget", 0), ("encoder_cache_size", 0),
