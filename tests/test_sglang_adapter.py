@@ -104,3 +104,35 @@ def test_splice_keeps_the_last_rows_given_too_many(adapter: ModuleType) -> None:
         np.zeros((4, 1), dtype=np.float32), [first, second], np.ones(4, dtype=bool)
     )
     assert out[:, 0].tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
+#: The releases whose declared verdicts name finding S1 (the 30-bit radix key).
+EXPECTED = ROOT / "adapters" / "sglang" / "expected"
+
+
+def _declares_s1(version: str) -> bool:
+    import json
+
+    declared = json.loads((EXPECTED / f"{version}.json").read_text(encoding="utf-8"))
+    return any(row.get("finding") == "S1" for row in declared["expected"])
+
+
+@pytest.mark.parametrize("version", sorted(p.stem for p in EXPECTED.glob("*.json")))
+def test_the_s1_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version: str) -> None:
+    """issue 17: the collision the search found, replayed by a script that imports only
+    SGLang (and numpy): exit 1 (image B's whole prompt is cached under image A's) where
+    the release is declared to have S1, exit 0 where it is not."""
+    import subprocess
+
+    tree = ROOT / ".sglang-cache" / f"sglang-{version}"
+    if not tree.is_dir():
+        _unavailable(f"no SGLang {version} tree at {tree}")
+    script = ROOT / "adapters" / "sglang" / "repro_pad_collision.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tree)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+    )
+    collides = _declares_s1(version)
+    assert done.returncode == (1 if collides else 0), done.stdout + done.stderr
+    wanted = "has 2 of image B's 2 tokens" if collides else "has 0 of image B's 2 tokens"
+    assert wanted in done.stdout, done.stdout

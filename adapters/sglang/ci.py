@@ -11,7 +11,8 @@
    the components must be the declared ones, so a new failure, a finding that stops
    failing, or a component that stops being provided turns the job red;
 4. runs ``tests/test_sglang_adapter.py`` with ``MMSPEC_REQUIRE_SGLANG=1`` (the proof that
-   the code under test never touches the torchvision shim).
+   the code under test never touches the torchvision shim, and S1's reproducer,
+   ``repro_pad_collision.py``, run on each release's code alone as declared).
 
 Exit status 0 when everything matches, 1 otherwise. Run as a script, by path.
 """
