@@ -43,7 +43,7 @@ from harness.catalog import registered_properties  # noqa: E402
 from harness.loader import REFERENCE_REF, build_parts, load_adapter  # noqa: E402
 from harness.profiles import settings_for  # noqa: E402
 from harness.runner import Verdict, run_property  # noqa: E402
-from harness.zoo import ZooEntry, discover  # noqa: E402
+from harness.zoo import ZooEntry, discover_named  # noqa: E402
 from properties.framework import ClauseViolation, Runnable  # noqa: E402
 
 PROFILE = "ci"
@@ -210,12 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--entry", nargs="+", metavar="NAME", help="only these entries")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the rows here")
     args = parser.parse_args(argv)
-    entries = discover()
-    if args.entry:
-        unknown = set(args.entry) - {e.short_name for e in entries}
-        if unknown:
-            parser.error(f"no zoo entry {', '.join(sorted(unknown))}")
-        entries = [e for e in entries if e.short_name in args.entry]
+    entries = discover_named(args.entry, parser.error)
     runnable = [e for e in entries if e.needs is None]
     catches = []
     for entry in runnable:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from harness.catalog import registered_properties
 from harness.runner import Verdict, verify
-from harness.zoo import ZooEntry, discover
+from harness.zoo import ZooEntry, discover_named
 from properties.framework import PropertySpec
 
 PROFILE = "mutation"
@@ -234,12 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    entries = discover()
-    if args.entry:
-        unknown = set(args.entry) - {e.short_name for e in entries}
-        if unknown:
-            parser.error(f"no zoo entry {', '.join(sorted(unknown))}")
-        entries = [e for e in entries if e.short_name in args.entry]
+    entries = discover_named(args.entry, parser.error)
     registry = registered_properties()
     rows = compute(entries, args.jobs)
     verdicts = judge(rows, registry)

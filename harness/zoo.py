@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from harness.names import HOME, PREFIX
 from spec.adapter import COMPONENTS
@@ -60,6 +62,20 @@ def discover() -> list[ZooEntry]:
     """Every zoo entry, sorted by name."""
     names = sorted(p.stem for p in ZOO_DIR.glob("*.py") if p.stem != "__init__")
     return [_entry(name) for name in names]
+
+
+def discover_named(
+    names: Sequence[str] | None, error: Callable[[str], NoReturn]
+) -> list[ZooEntry]:
+    """The entries a command's ``--entry NAME ...`` picks (every entry without it); an
+    unknown name goes to ``error`` (the argument parser's, which exits)."""
+    entries = discover()
+    if not names:
+        return entries
+    unknown = set(names) - {e.short_name for e in entries}
+    if unknown:
+        error(f"no zoo entry {', '.join(sorted(unknown))}")
+    return [e for e in entries if e.short_name in names]
 
 
 def _entry(name: str) -> ZooEntry:

@@ -41,8 +41,8 @@ from properties.framework import (
     expect_error,
     stateless,
 )
-from properties.splice import selection_mask
-from properties.strategies import describe_image, images, is_embed_masks
+from properties.splice import draw_layout, selection_mask
+from properties.strategies import describe_image, images
 from spec.components import Encoder, Splice
 from spec.errors import MarkerCountError, SpliceCountError
 from spec.types import ImageInput, PlaceholderRange
@@ -357,14 +357,7 @@ class DiffCase:
 def diff_cases(draw: st.DrawFn, precisions: tuple[str, ...], max_items: int = 3) -> DiffCase:
     precision = draw(st.sampled_from(precisions))
     hidden = draw(st.integers(1, 6))
-    ranges: list[PlaceholderRange] = []
-    position = 0
-    for _ in range(draw(st.integers(0, max_items))):
-        position += draw(st.sampled_from([0]) | st.integers(0, 3))
-        length = draw(st.sampled_from([1]) | st.integers(1, 5))
-        ranges.append(PlaceholderRange(position, length, draw(is_embed_masks(length))))
-        position += length
-    total = position + draw(st.integers(0, 3))
+    ranges, total = draw_layout(draw, max_items)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1), label="value seed"))
     mm = tuple(
         aimed_embeddings(rng, r.get_num_embeds(), hidden, draw(st.sampled_from(_SOURCES)),

@@ -82,11 +82,10 @@ def distinct_rows(rng: np.random.Generator, first_row: int, rows: int, hidden: i
     return out
 
 
-@st.composite
-def splice_cases(draw: st.DrawFn, max_items: int = 3) -> SpliceCase:
-    hidden = draw(st.integers(1, 8))
-    in_dtype = draw(st.sampled_from(_DTYPES))
-    mm_dtype = draw(st.sampled_from(_DTYPES))
+def draw_layout(draw: st.DrawFn, max_items: int) -> tuple[list[PlaceholderRange], int]:
+    """Inside a composite strategy: up to ``max_items`` sorted, disjoint ranges with
+    ``is_embed`` masks (often adjacent, often one position long), and how many positions
+    the case has (a few text positions may follow the last range)."""
     ranges: list[PlaceholderRange] = []
     position = 0
     for _ in range(draw(st.integers(0, max_items))):
@@ -94,7 +93,15 @@ def splice_cases(draw: st.DrawFn, max_items: int = 3) -> SpliceCase:
         length = draw(st.sampled_from([1]) | st.integers(1, 5))
         ranges.append(PlaceholderRange(position, length, draw(is_embed_masks(length))))
         position += length
-    total = position + draw(st.integers(0, 3))
+    return ranges, position + draw(st.integers(0, 3))
+
+
+@st.composite
+def splice_cases(draw: st.DrawFn, max_items: int = 3) -> SpliceCase:
+    hidden = draw(st.integers(1, 8))
+    in_dtype = draw(st.sampled_from(_DTYPES))
+    mm_dtype = draw(st.sampled_from(_DTYPES))
+    ranges, total = draw_layout(draw, max_items)
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     inputs = rng.standard_normal((total, hidden)).astype(in_dtype)
     mm: list[NDArray[Any]] = []

@@ -11,7 +11,8 @@ from spec.errors import EmbedCountMismatchError, InvalidInputError
 from spec.types import RequestView
 
 
-def _check_count(name: str, value: object) -> int:
+def check_count(name: str, value: object) -> int:
+    """``value`` as a count: an int (not a bool) >= 0, else InvalidInputError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
     if value < 0:
@@ -92,7 +93,7 @@ class EncoderCacheManager:
 
     def __init__(self, cache_size: int) -> None:
         # 0 is allowed: a model without multimodal inputs gets a (0, 0) budget (SCH-9).
-        self._cache_size = _check_count("cache_size", cache_size)
+        self._cache_size = check_count("cache_size", cache_size)
         # mm_hash -> ids of the requests that reference it (empty: freeable).
         self._cached: dict[str, set[str]] = {}
         # mm_hash -> num_embeds of the held entry.
@@ -154,8 +155,8 @@ class EncoderCacheManager:
     ) -> bool:
         """ECM-4 and ECM-5: see the class docstring."""
         _, num_embeds = self._item(request, input_id)
-        budget = _check_count("encoder_compute_budget", encoder_compute_budget)
-        planned = _check_count("num_embeds_to_schedule", num_embeds_to_schedule)
+        budget = check_count("encoder_compute_budget", encoder_compute_budget)
+        planned = check_count("num_embeds_to_schedule", num_embeds_to_schedule)
         if num_embeds > budget:
             return False
         needed = num_embeds + planned

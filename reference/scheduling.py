@@ -11,17 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from reference.encoder_cache import check_count
 from spec.components import EncoderCacheManager
 from spec.errors import BudgetConfigError, EmbedCountMismatchError, InvalidInputError
 from spec.types import EncoderBudgetConfig, RequestView, ScheduleDecision, SchedulerConfig
-
-
-def _check_count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInputError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise InvalidInputError(f"{name} must be >= 0, got {value}")
-    return value
 
 
 class SchedulingHook:
@@ -59,10 +52,10 @@ class SchedulingHook:
         item (SCH-7)."""
         if not isinstance(request, RequestView):
             raise InvalidInputError(f"request must be a RequestView, got {type(request).__name__}")
-        computed = _check_count("num_computed_tokens", num_computed_tokens)
-        new = _check_count("num_new_tokens", num_new_tokens)
-        budget = _check_count("encoder_compute_budget", encoder_compute_budget)
-        shift = _check_count("shift_computed_tokens", shift_computed_tokens)
+        computed = check_count("num_computed_tokens", num_computed_tokens)
+        new = check_count("num_new_tokens", num_new_tokens)
+        budget = check_count("encoder_compute_budget", encoder_compute_budget)
+        shift = check_count("shift_computed_tokens", shift_computed_tokens)
         if new == 0 or not request.items:
             return ScheduleDecision((), new, budget)
 
@@ -152,18 +145,18 @@ class SchedulingHook:
             raise InvalidInputError(
                 f"config must be an EncoderBudgetConfig, got {type(config).__name__}"
             )
-        configured_budget = _check_count(
+        configured_budget = check_count(
             "max_num_encoder_input_tokens", config.max_num_encoder_input_tokens
         )
-        configured_cache = _check_count("encoder_cache_size", config.encoder_cache_size)
-        max_batched = _check_count("max_num_batched_tokens", config.max_num_batched_tokens)
+        configured_cache = check_count("encoder_cache_size", config.encoder_cache_size)
+        max_batched = check_count("max_num_batched_tokens", config.max_num_batched_tokens)
         if not isinstance(max_tokens_per_item, Mapping):
             raise InvalidInputError(
                 "max_tokens_per_item must map modality to tokens, got "
                 f"{type(max_tokens_per_item).__name__}"
             )
         for modality, tokens in max_tokens_per_item.items():
-            _check_count(f"max_tokens_per_item[{modality!r}]", tokens)
+            check_count(f"max_tokens_per_item[{modality!r}]", tokens)
         if not max_tokens_per_item:
             return 0, 0  # no multimodal input: no encoder budget, no cache
         largest = max(max_tokens_per_item.values())

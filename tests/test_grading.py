@@ -25,7 +25,7 @@ from harness.runner import Verdict, run_property
 from mmspec import __main__ as launcher
 from properties.framework import Parts, PropertySpec, Runnable, stateless
 from spec.adapter import COMPONENTS
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 
 RUBRIC = load_rubric()
 
@@ -240,21 +240,9 @@ def test_the_same_seed_gives_identical_reports_and_a_hidden_seed_stays_hidden() 
 # --- the command line ------------------------------------------------------------------
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "properties", *args],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 def test_the_command_line_grades_writes_reports_and_reproducers(tmp_path: Path) -> None:
     out, folder = tmp_path / "report.json", tmp_path / "repro"
-    done = _cli(
+    done = run_cli(
         "grade", "adapters/zoo/hash_by_length.py", "--profile", "ci", "--only", "HASH-2",
         "--format", "json", "--out", str(out), "--reproducers", str(folder),
     )
@@ -271,19 +259,19 @@ def test_the_command_line_grades_writes_reports_and_reproducers(tmp_path: Path) 
 
 
 def test_the_command_line_exit_statuses(tmp_path: Path, fixtures_dir: Path) -> None:
-    full = _cli("grade", "reference", "--profile", "ci", "--only", "EXP-6", "--quiet")
+    full = run_cli("grade", "reference", "--profile", "ci", "--only", "EXP-6", "--quiet")
     assert full.returncode == 0, full.stderr
     assert "mmspec grade: 10/10" in full.stdout
-    unknown = _cli("grade", "reference", "--only", "NOPE-9")
+    unknown = run_cli("grade", "reference", "--only", "NOPE-9")
     assert unknown.returncode == 2 and "NOPE-9" in unknown.stderr
     out = tmp_path / "results.json"
-    malformed = _cli("grade", str(fixtures_dir / "wrong_arity.py"), "--format", "gradescope",
+    malformed = run_cli("grade", str(fixtures_dir / "wrong_arity.py"), "--format", "gradescope",
                      "--out", str(out), "--quiet")
     assert malformed.returncode == 2
     assert '"score": 0' in out.read_text(), "an autograder still gets a result"
     bad_rubric = tmp_path / "bad.toml"
     bad_rubric.write_text('title = "x"\n')
-    assert _cli("grade", "reference", "--rubric", str(bad_rubric)).returncode == 2
+    assert run_cli("grade", "reference", "--rubric", str(bad_rubric)).returncode == 2
 
 
 def test_the_console_script_launcher_finds_the_checkout(

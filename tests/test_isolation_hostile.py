@@ -29,7 +29,7 @@ from harness.grading.formats import FORMATS, render
 from harness.grading.grade import GradeReport, ItemStatus, grade
 from harness.grading.rubric import load_rubric
 from harness.isolation import IsolatedSession, Limits
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, run_cli
 
 HOSTILE = FIXTURES / "hostile"
 RUBRIC = load_rubric(str(HOSTILE / "rubric.toml"))
@@ -139,18 +139,11 @@ def test_the_command_line_writes_the_report_and_escapes_the_output(
     # issue 15, defects 2 and 4: the grader exited 2 with an empty --out in four formats;
     # the submission output on stderr repainted the terminal
     out = tmp_path / "results.json"
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "properties", "grade", str(HOSTILE / f"{name}.py"),
-            "--rubric", str(HOSTILE / "rubric.toml"), "--profile", "ci", "--format",
-            "gradescope", "--out", str(out), "--quiet", "--call-timeout", "2",
-        ],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "grade", str(HOSTILE / f"{name}.py"), "--rubric", str(HOSTILE / "rubric.toml"),
+        "--profile", "ci", "--format", "gradescope", "--out", str(out), "--quiet",
+        "--call-timeout", "2",
         timeout=300,
-        check=False,
     )
     assert done.returncode == 1, done.stderr
     assert json.loads(out.read_text(encoding="utf-8"))["score"] == 5
@@ -223,20 +216,13 @@ def test_monkeypatching_in_the_child_leaves_the_graders_modules_alone() -> None:
 
 
 def test_a_fake_report_stays_in_the_submission_output(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "properties", "grade", str(HOSTILE / "fake_report.py"),
-            "--rubric", str(HOSTILE / "rubric.toml"), "--profile", "ci", "--format", "json",
-            "--no-reproducers", "--quiet", "--call-timeout", "2",
-            # a command prefix (here a harmless one) runs the child behind it
-            "--child-prefix", "env MMSPEC_PREFIXED=1",
-        ],
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "grade", str(HOSTILE / "fake_report.py"), "--rubric", str(HOSTILE / "rubric.toml"),
+        "--profile", "ci", "--format", "json", "--no-reproducers", "--quiet",
+        "--call-timeout", "2",
+        # a command prefix (here a harmless one) runs the child behind it
+        "--child-prefix", "env MMSPEC_PREFIXED=1",
         timeout=300,
-        check=False,
     )
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)  # stdout is the report alone: it parses

@@ -32,6 +32,18 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (the torch extra)")
 
 
+def _python(script: str) -> str:
+    """What ``python -c script`` prints in a fresh interpreter on the checkout."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 # --- always ---------------------------------------------------------------------------
 
 
@@ -89,15 +101,7 @@ def test_without_torch_the_adapter_reports_itself_unavailable_in_one_line() -> N
         "except ModuleNotFoundError as e:\n"
         "    print(type(e).__name__, e.name)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    problem, error = result.stdout.splitlines()
+    problem, error = _python(script).splitlines()
     assert "torch adapter unavailable: torch is not installed" in problem
     assert error == "TorchUnavailableError torch"
 
@@ -191,15 +195,7 @@ def test_loading_imports_no_reference_module() -> None:
         "load_adapter('adapters/torch')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'reference'))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert result.stdout.strip() == "[]"
+    assert _python(script).strip() == "[]"
 
 
 @needs_torch
