@@ -17,6 +17,9 @@ target precision and one source ulp either side (where a double rounding, a trun
 cast or a detour through a narrower type shows), values around the target's largest
 finite value (overflow to infinity), subnormals, and text rows with arbitrary bit
 patterns — NaN payloads included, which a splice that converts text rows destroys.
+
+Over 400 lines (613) because the DIFF family (DIFF-1..4) with its dtype extension and
+the oracle comparisons, read beside SPEC.md's DIFF section.
 """
 
 from __future__ import annotations

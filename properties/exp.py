@@ -6,6 +6,9 @@ properties state the clauses on prompts aimed at the hard cases (markers at posi
 adjacent, at the end; special ids that are small or shuffled; image sizes on the
 policies' rounding boundaries), and check the token-count policies against the
 independent arithmetic in ``properties.oracles``.
+
+Over 400 lines (520) because the EXP family's properties (EXP-1..10), one clause
+property each, read beside SPEC.md's EXP section.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@ oracle (:mod:`properties.models.scheduling`) on the model. Each property then ch
 own clause's part of that decision, so a bug is reported under the clause it breaks.
 SCH-9 checks ``compute_mm_encoder_budget`` on its own; SCH-10 sizes budget and cache with
 it and insists the hook makes progress.
+
+Over 400 lines (759) because the SCH family's properties (SCH-1..11), one clause
+property each, read beside SPEC.md's SCH section.
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ Content identity is fixed per scenario: a hash always names the same range shape
 same ``num_embeds``); HASH-6's strategy and the ``mismatch`` focus (SCH-11: the request
 presents a hash with another count than the other requests give it) are the places that
 break that on purpose. A few chunks are empty (``new = 0``, SCH-1).
+
+Over 400 lines (556) because the SCH family's scenarios, one per outcome SPEC.md's SCH
+section distinguishes, each aimed at its boundary; data more than logic.
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ prompt whose KV (``len(prompt) + max_new_tokens - 1`` positions) exceeds the KV 
 Simplifications against vLLM: one KV cache group; no speculative decoding (shift 0),
 no async scheduling (no output placeholders); docs/engine.md's fidelity table lists
 every symbol named here and where the loop differs.
+
+Over 400 lines (661) because one engine step as SPEC.md's engine section orders it, read
+top to bottom; split, the step's order would no longer be visible in one place.
 """
 
 from __future__ import annotations

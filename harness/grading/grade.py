@@ -17,6 +17,9 @@ with the instructor's seed when one is given. Each item then gets one status:
 Then, for each failure, the minimal failing test case is replayed once more with the
 components recorded (:mod:`harness.grading.recording`) and turned into a standalone
 reproducer script (:mod:`harness.grading.reproducer`).
+
+Over 400 lines (735) because one grade from verdicts to rubric items, reproducers and
+the report, in the order a grade is made.
 """
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ ends in REPRODUCED.
 Every call is a step inside an expectation (``check``, ``raises``, ``builds``): a call
 that raises where a result is expected is a mismatch, and a probe meant to raise (an
 invalid configuration) is replayed inside ``raises`` even when the reference builds it.
+
+Over 400 lines (1050) because one pass from a call log to a script (literals, object
+identities, graded checks, verification); its parts share the log's state.
 """
 
 from __future__ import annotations

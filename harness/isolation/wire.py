@@ -35,6 +35,9 @@ the code under test returned) are reduced to their exact builtin type through
 the builtin's own slot (``int.__int__``, ``str.__str__``, ...), so an ``int`` whose
 ``__eq__`` always says True arrives as a plain ``int``; any other object is a
 :class:`WireError` ("cannot cross the isolation boundary").
+
+Over 400 lines (426) because the one codec of the socket: every type that may cross it,
+encoder and decoder side by side, so that the two cannot drift apart.
 """
 
 from __future__ import annotations
