@@ -20,8 +20,11 @@ $(VENV)/.installed: requirements.txt
 
 .venv: $(VENV)/.installed
 
+# JOBS: the properties run in that many forked processes (the report is the same for any
+# number: each property has its own seed); two, for the two cores CI and the README assume.
+JOBS ?= 2
 verify: $(VENV)/.installed
-	$(RUN) -m properties verify --adapter $(ADAPTER) --profile $(PROFILE)
+	$(RUN) -m properties verify --adapter $(ADAPTER) --profile $(PROFILE) --jobs $(JOBS)
 	$(RUN) -m properties verify --adapter $(ADAPTER) --exhaustive bounded
 
 # make seed-sweep [COUNT=50] [SEEDS="1 2 3"] [ADAPTER=reference] [PROFILE=ci]: the whole

@@ -116,6 +116,14 @@ def _parser() -> argparse.ArgumentParser:
         help="judge the other clauses on the runs in which these hold: a test case that "
         "breaks one is rejected (how a report's per-clause failures replay)",
     )
+    run.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="run the properties in N forked processes (in process only; the report is the "
+        "one --jobs 1 gives: each property has its own seed). make verify uses 2",
+    )
     _add_vllm_and_baseline_options(run)
     add_isolation_options(run, isolated_by_default=False)
     add_exhaustive_option(run)
@@ -134,12 +142,14 @@ def _verify(
     isolation: Limits | None = None,
     seed: int | None = None,
     set_aside: Sequence[str] = (),
+    jobs: int = 1,
 ) -> int:
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
         if isolation is None:
             report = verify(
-                adapter, profile, only, progress=_progress, seed=seed, set_aside=set_aside
+                adapter, profile, only, progress=_progress, seed=seed, set_aside=set_aside,
+                jobs=jobs,
             )
         else:
             with IsolatedSession(adapter, isolation) as session:
@@ -245,6 +255,7 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         limits_from(args),
         args.seed,
         args.set_aside,
+        args.jobs,
     )
 
 
@@ -278,6 +289,13 @@ def _verify_exhaustive(args: argparse.Namespace, adapter: str, replay: str) -> i
     print_summaries(exhaustive)
     sys.stdout.write(render(report, replay_options=f" --exhaustive {args.exhaustive}{replay}"))
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _progress(index: int, total: int, name: str, result: PropertyResult | None) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import multiprocessing
 import re
 import time
 import traceback
@@ -528,6 +529,7 @@ def verify(
     transform: RunnableTransform | None = None,
     set_aside: Sequence[str] = (),
     per_clause: bool = True,
+    jobs: int = 1,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
@@ -538,6 +540,8 @@ def verify(
     (``set_aside`` applies to the properties that check those clauses). ``session``: run the adapter
     isolated in that session's child process (:mod:`harness.isolation`; it must be for
     ``adapter_ref``): the adapter is never imported here, and each property gets a live child.
+    ``jobs``: run the properties in that many forked processes (in process only; each
+    property's seed is its own, so the report is the one ``jobs=1`` gives).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -557,19 +561,30 @@ def verify(
         parts = session.parts(fallback.adapter if fallback else None)
 
     to_run = list(dict.fromkeys(n for _, n in pairs if n is not None and n in registry))
-    results: dict[str, PropertyResult] = {}
-    for index, name in enumerate(to_run, 1):
-        if progress:
-            progress(index, len(to_run), name, None)
+
+    def run_one(name: str) -> PropertyResult:
         if session is not None:
             session.begin_property(name)
         spec = registry[name]
-        results[name] = _run_if_provided(
+        return _run_if_provided(
             spec, loaded, parts, profile, transitions, seed, transform,
             tuple(c for c in set_aside if c in spec.clauses), per_clause,
         )
-        if progress:
-            progress(index, len(to_run), name, results[name])
+
+    results: dict[str, PropertyResult] = {}
+    if jobs > 1 and session is None and len(to_run) > 1:
+        for index, result in enumerate(_forked_in_order(to_run, run_one, jobs), 1):
+            if progress:
+                progress(index, len(to_run), result.name, None)
+                progress(index, len(to_run), result.name, result)
+            results[result.name] = result
+    else:
+        for index, name in enumerate(to_run, 1):
+            if progress:
+                progress(index, len(to_run), name, None)
+            results[name] = run_one(name)
+            if progress:
+                progress(index, len(to_run), name, results[name])
 
     rows = tuple(_row(clause, name, registry, results, parts) for clause, name in pairs)
     return Report(
@@ -583,6 +598,32 @@ def verify(
         clauses=clauses,
         seconds=time.perf_counter() - started,
     )
+
+
+#: What the forked workers of :func:`_forked_in_order` run: set just before the pool
+#: forks, so that each worker inherits it (the adapter, its parts and the closure are
+#: never pickled; only names go out and results come back).
+_FORKED_RUN: Callable[[str], PropertyResult] | None = None
+
+
+def _run_forked(name: str) -> PropertyResult:
+    assert _FORKED_RUN is not None, "only a worker forked by _forked_in_order runs this"
+    return _FORKED_RUN(name)
+
+
+def _forked_in_order(
+    names: list[str], run_one: Callable[[str], PropertyResult], jobs: int
+) -> Iterator[PropertyResult]:
+    """``run_one`` of every name in ``jobs`` forked processes, results in ``names``'
+    order. Each property runs under its own seed (the profile's derandomized one, or
+    :func:`property_seed`), so which process runs it, and when, changes nothing."""
+    global _FORKED_RUN
+    _FORKED_RUN = run_one
+    try:
+        with multiprocessing.get_context("fork").Pool(min(jobs, len(names))) as pool:
+            yield from pool.imap(_run_forked, names)
+    finally:
+        _FORKED_RUN = None
 
 
 def _select(

@@ -6,6 +6,7 @@ clauses are the test's own, so these tests do not depend on SPEC.md or the catal
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -398,3 +399,19 @@ def test_dev_database_writes_its_own_directory_and_only_reads_the_others(
     assert list(other.fetch(b"key")) == [b"found against the student"]
     own = DirectoryBasedExampleDatabase(tmp_path / "reference-456")
     assert list(own.fetch(b"key")) == [b"found against the reference"]
+
+
+def test_forked_jobs_give_the_report_one_process_gives() -> None:
+    """``--jobs 2`` (make verify): the same rows, verdicts, failures and counterexamples,
+    in the same order, as one process — each property runs under its own seed. A buggy
+    adapter, so that failures (with their counterexamples) come back from the workers."""
+    adapter = "adapters/zoo/ecm_newest_first_eviction.py"
+    only = ["EncoderCacheMachine", "SPL-4", "HASH-2", "exp_total_length"]
+    one = verify(adapter, "ci", only)
+    two = verify(adapter, "ci", only, jobs=2)
+    assert two.rows == one.rows
+    assert list(two.results) == list(one.results)
+    for name, result in one.results.items():
+        forked = two.results[name]
+        assert dataclasses.replace(forked, seconds=0.0) == dataclasses.replace(result, seconds=0.0)
+    assert any(r.verdict is Verdict.FAIL for r in one.rows)
