@@ -95,6 +95,14 @@ gradescope-bundle: $(VENV)/.installed
 	$(RUN) gradescope/make_bundle.py --out reports/gradescope/autograder.zip \
 		--profile $(GRADE_PROFILE) $(if $(SEED),--seed $(SEED)) $(if $(RUBRIC),--rubric $(RUBRIC))
 
+# The student kit (docs/grading.md, "The student kit"): SPEC.md, spec/, the template, the
+# public rubric (RUBRIC's visible items), the docs and a runner; no reference/, no zoo, no
+# seed (it takes none).
+.PHONY: student-kit
+student-kit: $(VENV)/.installed
+	$(RUN) studentkit/make_kit.py --out reports/student-kit/mmspec-student-kit.zip \
+		$(if $(RUBRIC),--rubric $(RUBRIC))
+
 # --- evidence of power (docs/zoo.md, docs/mutation.md) ---
 # kill-matrix: every property against every zoo entry it can see (also part of `make test`).
 # time-to-catch: how fast each entry's own property catches it, and how short its counterexample.

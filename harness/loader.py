@@ -43,6 +43,27 @@ _ALIASES = {REFERENCE_REF: names.module("reference.adapter")}
 #: Provenance of a component that neither the adapter nor the fallback provides.
 NOT_PROVIDED = "not provided"
 
+#: Provenance of a component the adapter lacks where the reference would stand in for
+#: it but this copy has none (the student kit): what uses it is graded on the autograder.
+NEEDS_REFERENCE = "needs the reference (not in the student kit)"
+
+
+def fallback_for(fallback_ref: str | None) -> str | None:
+    """The fallback to load for ``fallback_ref``: itself, except that the reference's
+    short name gives none where this copy lacks the reference (the student kit,
+    :data:`harness.names.HAS_REFERENCE`). Then :func:`absent_provenance` says so."""
+    if fallback_ref == REFERENCE_REF and not names.HAS_REFERENCE:
+        return None
+    return fallback_ref
+
+
+def absent_provenance(fallback_ref: str | None) -> str:
+    """What stands behind a component nobody provides, when ``fallback_ref`` was asked
+    for: :data:`NEEDS_REFERENCE` where it was the reference and this copy lacks it."""
+    if fallback_ref == REFERENCE_REF and not names.HAS_REFERENCE:
+        return NEEDS_REFERENCE
+    return NOT_PROVIDED
+
 #: A small argument for each factory, so the product can be checked against its
 #: Protocol. ``None`` marks components that are checked for callability only (the engine
 #: loop needs the other components to be built).
@@ -355,10 +376,13 @@ def _shown_signature(function: Callable[..., Any]) -> str:
 # --- composing parts --------------------------------------------------------------------
 
 
-def build_parts(adapter: Adapter, fallback: Adapter | None) -> Parts:
+def build_parts(
+    adapter: Adapter, fallback: Adapter | None, absent: str = NOT_PROVIDED
+) -> Parts:
     """One factory per component: the adapter's where it has one, ``fallback``'s (the
     reference) elsewhere, and a factory raising ``NotImplementedError`` where neither
-    has one. ``Parts.provenance`` names the implementation behind each component."""
+    has one. ``Parts.provenance`` names the implementation behind each component
+    (``absent`` for those nobody provides: :data:`NEEDS_REFERENCE` in the student kit)."""
     factories: dict[str, Any] = {}
     provenance: dict[str, str] = {}
     for component, _protocol in COMPONENTS:
@@ -371,7 +395,7 @@ def build_parts(adapter: Adapter, fallback: Adapter | None) -> Parts:
             owner = fallback.name
         if factory is None:
             factory = _unavailable(component)
-            owner = NOT_PROVIDED
+            owner = absent
         factories[component] = factory
         provenance[component] = owner
     return Parts(**factories, provenance=provenance)

@@ -37,6 +37,13 @@ MAIN: str = "mmspec" if INSTALLED else "properties"
 #: The command a printed replay line starts with.
 COMMAND: str = f"python -m {MAIN}"
 
+#: Whether this copy carries the reference implementation. The checkout and the wheel
+#: do; the student kit (``make student-kit``, docs/grading.md "The student kit") does not:
+#: there, nothing stands in for a component the adapter lacks, and no reproducer gets
+#: expected values (harness/loader.py::fallback_for). Judged by the file, not by an
+#: import, so that a student's own package named ``reference`` changes nothing.
+HAS_REFERENCE: bool = (HOME / "reference" / "adapter.py").is_file()
+
 
 def module(name: str) -> str:
     """The importable name of our module ``name`` (given as in the checkout:

@@ -42,10 +42,13 @@ from hypothesis.errors import FlakyFailure
 
 from harness.catalog import registered_properties
 from harness.loader import (
+    NEEDS_REFERENCE,
     NOT_PROVIDED,
     REFERENCE_REF,
     LoadedAdapter,
+    absent_provenance,
     build_parts,
+    fallback_for,
     load_adapter,
 )
 from harness.names import COMMAND
@@ -72,12 +75,18 @@ class Verdict(StrEnum):
     ERROR = "ERROR"
     VACUOUS = "VACUOUS"
     NOT_PROVIDED = "not provided"
+    #: The student kit only: the property uses a component the adapter lacks, for which
+    #: the reference would stand in; not judged here (graded on the autograder).
+    NEEDS_REFERENCE = "needs the reference"
     BLOCKED = "blocked"
     MISSING = "missing property"
 
 
-#: The verdicts a successful run may contain.
-ACCEPTED: frozenset[Verdict] = frozenset({Verdict.PASS, Verdict.NOT_PROVIDED})
+#: The verdicts a successful run may contain (``needs the reference``, the student kit's:
+#: nothing was found wrong, and it is never counted as passed either).
+ACCEPTED: frozenset[Verdict] = frozenset(
+    {Verdict.PASS, Verdict.NOT_PROVIDED, Verdict.NEEDS_REFERENCE}
+)
 
 #: Report order of verdicts in the summary line.
 VERDICT_ORDER: tuple[Verdict, ...] = tuple(Verdict)
@@ -551,14 +560,17 @@ def verify(
     pairs = plan(clauses, registry)
     if only:
         pairs = _select(pairs, only)
+    # The student kit has no reference: nothing stands in, and what needed it says so.
+    absent = absent_provenance(fallback_ref)
+    fallback_ref = fallback_for(fallback_ref)
     if session is None:
         loaded = load_adapter(adapter_ref)
         fallback = _fallback(loaded, fallback_ref)
-        parts = build_parts(loaded.adapter, fallback.adapter if fallback else None)
+        parts = build_parts(loaded.adapter, fallback.adapter if fallback else None, absent)
     else:
         loaded = session.loaded
         fallback = load_adapter(fallback_ref) if fallback_ref is not None else None
-        parts = session.parts(fallback.adapter if fallback else None)
+        parts = session.parts(fallback.adapter if fallback else None, absent)
 
     to_run = list(dict.fromkeys(n for _, n in pairs if n is not None and n in registry))
 
@@ -671,7 +683,18 @@ def _run_if_provided(
             detail=f"{loaded.name} does not provide {', '.join(absent)}",
         )
     # A component neither the adapter nor the reference has: the run could only crash.
-    nobody = [c for c in (*spec.subject, *spec.uses) if parts.provenance.get(c) == NOT_PROVIDED]
+    used = (*spec.subject, *spec.uses)
+    nobody = [c for c in used if parts.provenance.get(c) == NOT_PROVIDED]
+    # In the student kit, where the reference would have stood in: not judged here.
+    stand_ins = [c for c in used if parts.provenance.get(c) == NEEDS_REFERENCE]
+    if stand_ins and not nobody:
+        return PropertyResult(
+            spec.name,
+            spec.clauses,
+            Verdict.NEEDS_REFERENCE,
+            detail=f"needs the reference for {', '.join(stand_ins)}, which {loaded.name} "
+            "does not provide (the student kit has no reference): graded on the autograder",
+        )
     if nobody:
         return PropertyResult(
             spec.name,

@@ -12,7 +12,10 @@ with the instructor's seed when one is given. Each item then gets one status:
 - ``not provided`` — the adapter lacks a component the item is about, or the component
   raises ``NotImplementedError`` (the student template's unfilled stubs);
 - ``not attempted`` — the adapter declares, in ``Adapter.not_attempted``, a capability
-  the item needs; its properties are not run.
+  the item needs; its properties are not run;
+- ``needs the reference`` — the student kit only (a copy without ``reference/``): a
+  property of the item uses a component the adapter lacks, for which the reference would
+  stand in; it is not judged here (0 points here, graded on the autograder).
 
 Then, for each failure, the minimal failing test case is replayed once more with the
 components recorded (:mod:`harness.grading.recording`) and turned into a standalone
@@ -57,7 +60,7 @@ from harness.loader import (
     load_adapter,
     make_siblings_importable,
 )
-from harness.names import COMMAND
+from harness.names import COMMAND, HAS_REFERENCE
 from harness.profiles import PROFILES
 from harness.runner import (
     ClauseRow,
@@ -86,6 +89,7 @@ class ItemStatus(StrEnum):
     BLOCKED = "blocked"
     NOT_PROVIDED = "not provided"
     NOT_ATTEMPTED = "not attempted"
+    NEEDS_REFERENCE = "needs the reference"
 
 
 @dataclass(frozen=True)
@@ -405,6 +409,7 @@ def _item_result(
     failed: list[str] = []
     blocked: list[str] = []
     missing: list[str] = []
+    stand_ins: list[str] = []
     for row in rows:
         result = report.results.get(row.property)
         if row.verdict is Verdict.MISSING:
@@ -415,6 +420,8 @@ def _item_result(
             failed.append(row.clause)
         elif row.verdict is Verdict.BLOCKED:
             blocked.append(row.clause)
+        elif row.verdict is Verdict.NEEDS_REFERENCE:
+            stand_ins.append(row.clause)
         elif row.verdict is Verdict.NOT_PROVIDED or (
             row.verdict is Verdict.ERROR and result is not None
         ):
@@ -437,6 +444,8 @@ def _item_result(
         return made(ItemStatus.BLOCKED, _blocked_summary(blocked, report, rubric))
     if missing:
         return made(ItemStatus.NOT_PROVIDED, _missing_summary(rows, report))
+    if stand_ins:
+        return made(ItemStatus.NEEDS_REFERENCE, _stand_in_summary(stand_ins, rows, report))
     clauses = len(item.clauses)
     return made(
         ItemStatus.PASSED,
@@ -510,6 +519,21 @@ def _missing_summary(rows: Sequence[ClauseRow], report: Report) -> str:
         if reason not in reasons:
             reasons.append(reason)
     return "; ".join(_merged(reasons))
+
+
+def _stand_in_summary(
+    stand_ins: Sequence[str], rows: Sequence[ClauseRow], report: Report
+) -> str:
+    """Why the student kit cannot judge these clauses (its properties' details: the
+    components the reference would have stood in for)."""
+    reasons = dict.fromkeys(
+        result.detail
+        for row in rows
+        if row.clause in stand_ins
+        and (result := report.results.get(row.property)) is not None
+        and result.verdict is Verdict.NEEDS_REFERENCE
+    )
+    return f"{', '.join(stand_ins)}: " + "; ".join(reasons)
 
 
 #: Hypothesis' first note on a failure found in an explicit ``@example``.
@@ -610,6 +634,12 @@ def _with_reproducer(
         blob = EXPLICIT_EXAMPLES
     if blob is None:
         return without("Hypothesis gave no replay blob for this failure")
+    if not HAS_REFERENCE:
+        return without(
+            "not written: the student kit has no reference implementation to compute "
+            "what the specification expects at each call (the autograder writes one); "
+            "replay the property with the command above"
+        )
     registry = registered_properties()
     spec = registry[detail.property_name]
     reference = load_adapter(REFERENCE_REF)

@@ -47,11 +47,13 @@ from harness.isolation.proxy import (
 )
 from harness.isolation.supervisor import Child, ChildGone, Limits, size_text
 from harness.loader import (
+    NOT_PROVIDED,
     REFERENCE_REF,
     AdapterLoadError,
     LoadedAdapter,
     adapter_identity,
     build_parts,
+    fallback_for,
     protocol_members,
 )
 from properties.framework import Parts
@@ -94,7 +96,8 @@ class IsolatedSession:
     ) -> None:
         self.adapter_ref = adapter_ref
         self.limits = limits
-        self.fallback_ref = fallback_ref
+        #: the fallback the child loads: none in the student kit (no reference there)
+        self.fallback_ref = fallback_for(fallback_ref)
         self._folder = Path(tempfile.mkdtemp(prefix="mmspec-isolated-"))
         self._output = (self._folder / "output.txt").open("w+b")
         self.generation = 0
@@ -163,11 +166,12 @@ class IsolatedSession:
             identity=adapter_identity(info["name"], info["origin"]),
         )
 
-    def parts(self, fallback: Adapter | None) -> Parts:
+    def parts(self, fallback: Adapter | None, absent: str = NOT_PROVIDED) -> Parts:
         """The adapter's proxies, the fallback's components elsewhere — except that a
         scheduling hook in the child is handed a cache manager in the child (the
-        reference's, when the adapter has none): components cross as handles only."""
-        parts = build_parts(self.loaded.adapter, fallback)
+        reference's, when the adapter has none): components cross as handles only.
+        ``absent``: the provenance of components nobody provides (see build_parts)."""
+        parts = build_parts(self.loaded.adapter, fallback, absent)
         provided = set(self._info["provided"])
         if (
             "scheduling_hook" in provided

@@ -11,7 +11,8 @@ import re
 
 from harness.grading.grade import FailureDetail, GradeReport, ItemResult, ItemStatus
 from harness.grading.reproducer import Verification
-from harness.names import INSTALLED
+from harness.loader import NEEDS_REFERENCE
+from harness.names import HAS_REFERENCE, INSTALLED
 
 #: How the item's score reads.
 STATUS_WORDS = {
@@ -20,6 +21,7 @@ STATUS_WORDS = {
     ItemStatus.BLOCKED: "blocked",
     ItemStatus.NOT_PROVIDED: "not provided",
     ItemStatus.NOT_ATTEMPTED: "not attempted",
+    ItemStatus.NEEDS_REFERENCE: "needs the reference",
 }
 
 
@@ -37,7 +39,9 @@ def item_lines(result: ItemResult, inline_scripts: bool) -> list[str]:
     """The item's output: its clauses and status, then each failure in full."""
     item = result.item
     lines = [f"{STATUS_WORDS[result.status]}: {result.summary}"]
-    if result.status in (ItemStatus.NOT_PROVIDED, ItemStatus.NOT_ATTEMPTED):
+    if result.status in (
+        ItemStatus.NOT_PROVIDED, ItemStatus.NOT_ATTEMPTED, ItemStatus.NEEDS_REFERENCE
+    ):
         return lines  # nothing ran: the reason is all there is to say
     if item.description:
         lines.append(f"what it grades: {item.description}")
@@ -132,6 +136,11 @@ def header_lines(report: GradeReport) -> list[str]:
         f"profile: {report.profile}; seed: {report.shown_seed}",
         f"isolation: {report.isolation}",
     ]
+    if not HAS_REFERENCE:
+        lines.append(
+            "student kit: no reference implementation here, so what needs it is graded on "
+            "the autograder (\"needs the reference\"), and no reproducer scripts are written"
+        )
     if report.provenance:
         lines.append("components (graded where the adapter provides them):")
         width = max(len(c) for c in report.provenance)
@@ -144,6 +153,8 @@ def header_lines(report: GradeReport) -> list[str]:
 
 def owner_text(report: GradeReport, owner: str) -> str:
     """Who stood behind a component, from the student's point of view."""
+    if owner == NEEDS_REFERENCE:
+        return "not provided (no stand-in: the student kit has no reference)"
     return owner if owner == report.adapter_name else f"not provided (stand-in: {owner})"
 
 

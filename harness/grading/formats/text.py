@@ -27,11 +27,15 @@ def render_text(report: GradeReport, inline_scripts: bool = False) -> str:
         score = f"{points(result.score)}/{points(result.item.points)}"
         lines += ["", f"== {title}: {STATUS_WORDS[result.status]} ({score}) =="]
         lines += item_lines(result, inline_scripts)
-    for status in (ItemStatus.NOT_PROVIDED, ItemStatus.NOT_ATTEMPTED):
+    for status in (ItemStatus.NOT_PROVIDED, ItemStatus.NOT_ATTEMPTED, ItemStatus.NEEDS_REFERENCE):
         ungraded = [r for r in report.items if r.status is status]
-        if ungraded:
+        if not ungraded:
+            continue
+        if status is ItemStatus.NEEDS_REFERENCE:  # the student kit's: not judged there
+            lines += ["", f"== {status.value}: graded on the autograder (0 points here) =="]
+        else:
             lines += ["", f"== {status.value} (0 points) =="]
-            lines += [f"{r.item.number}. {r.item.name}: {r.summary}" for r in ungraded]
+        lines += [f"{r.item.number}. {r.item.name}: {r.summary}" for r in ungraded]
     if report.warnings:
         lines += ["", "warnings:", *(f"  - {w}" for w in report.warnings)]
     lines += ["", f"score: {score_line(report)} in {report.seconds:.1f} s"]
