@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -318,3 +319,34 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
     assert "REPRODUCED: step 1" in reproduced.stderr
     fixed = _run([*python, str(script), "reference"], cwd=tmp_path, env=env)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+    # the engine team's example (docs/architecture.md, "The pytest plugin"): one test file,
+    # the plugin loaded by its pytest11 entry point, one item per (clause, property)
+    engine = tmp_path / "engine"
+    engine.mkdir()
+    (engine / "test_mmspec.py").write_text(PLUGIN_EXAMPLE, encoding="utf-8")
+    (engine / "newest_first.py").write_text(_as_installed(NEWEST_FIRST), encoding="utf-8")
+    select = ["-k", "ECM-5 or SPL-4", "-p", "no:cacheprovider", "-q"]
+    passing = _run([*python, "-m", "pytest", "--mmspec-adapter=reference", *select],
+                   cwd=engine, env=env, timeout=300)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    assert "2 passed" in passing.stdout, passing.stdout
+    buggy = _run([*python, "-m", "pytest", "--mmspec-adapter=newest_first.py", *select,
+                  "--junitxml", str(engine / "junit.xml")],
+                 cwd=engine, env=env, timeout=300)
+    assert buggy.returncode == 1, buggy.stdout + buggy.stderr
+    assert "FAILED test_mmspec.py::test_clause[ECM-5:EncoderCacheMachine]" in buggy.stdout
+    assert "1 failed, 1 skipped" in buggy.stdout, buggy.stdout  # SPL-4: splice not provided
+    junit = (engine / "junit.xml").read_text(encoding="utf-8")
+    assert 'name="test_clause[ECM-5:EncoderCacheMachine]"' in junit and "<failure" in junit
+
+
+#: The whole of what an engine's repository adds (with mmspec installed).
+PLUGIN_EXAMPLE = "from mmspec.harness.pytest_plugin import test_clause  # noqa: F401\n"
+NEWEST_FIRST = ROOT / "adapters" / "zoo" / "ecm_newest_first_eviction.py"
+
+
+def _as_installed(path: Path) -> str:
+    """A zoo entry as an engine team would write it: importing ``mmspec.*``."""
+    return re.sub(r"^(from|import) (spec|reference)\b", r"\1 mmspec.\2",
+                  path.read_text(encoding="utf-8"), flags=re.M)

@@ -1,0 +1,127 @@
+"""The pytest plugin: SPEC.md's clauses inside an engine's own test run.
+
+``pytest --mmspec-adapter=REF`` turns the test function :func:`test_clause`, imported into
+any test module, into one pytest item per (clause, property) row of the report — named
+``test_clause[ECM-5:EncoderCacheMachine]`` — so ``-k ECM``, ``--junitxml``,
+``--hypothesis-profile`` (one of ``harness/profiles.py``'s: ``ci`` by default) and
+``--hypothesis-seed`` (the ``verify --seed`` of the command line) work as for any test.
+An item passes when its row is ``pass``, is skipped when the row is ``not provided`` (a
+component or capability the adapter lacks: never a pass), and fails otherwise with the
+explanation the command line prints (the clause, the narrated minimal counterexample,
+the replay command). A property that checks several clauses (a state machine) runs once
+per session; each of its clauses' items reads that one run.
+
+The whole example for an engine's repository (docs/architecture.md, "The pytest
+plugin"), with mmspec installed (its ``pytest11`` entry point loads this module):
+
+    # test_mmspec.py
+    from mmspec.harness.pytest_plugin import test_clause  # noqa: F401
+
+    # then: pytest --mmspec-adapter=my_engine/mmspec_adapter.py [-k ECM]
+
+From a checkout, load it by name: ``pytest -p harness.pytest_plugin --mmspec-adapter=...``.
+A test module may also name its adapter (``MMSPEC_ADAPTER = "..."``); the option wins.
+Without either, the items are skipped, saying why: the plugin is inert in a test run
+that does not ask for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from harness.catalog import registered_properties
+from harness.profiles import DEFAULT_PROFILE, PROFILES
+from harness.report import render
+from harness.runner import ACCEPTED, Report, Verdict, plan, verify
+from spec.clauses import load_clauses
+
+_ADAPTER_OPTION = "--mmspec-adapter"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mmspec", "mmspec: SPEC.md's clauses against an adapter")
+    group.addoption(
+        _ADAPTER_OPTION,
+        action="store",
+        metavar="REF",
+        help="the adapter to check (module name, .py file or package directory exposing "
+        "ADAPTER): one test item per (clause, property)",
+    )
+
+
+def _rows() -> list[tuple[str, str]]:
+    return [(c, n) for c, n in plan(load_clauses(), registered_properties()) if n is not None]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "mmspec_row" in metafunc.fixturenames:
+        rows = _rows()
+        metafunc.parametrize("mmspec_row", rows, ids=[f"{c}:{n}" for c, n in rows])
+
+
+def _adapter(request: pytest.FixtureRequest) -> str | None:
+    option = request.config.getoption(_ADAPTER_OPTION, None)
+    if option:
+        return str(option)
+    named = getattr(request.module, "MMSPEC_ADAPTER", None)
+    return str(named) if named else None
+
+
+def _profile(config: pytest.Config) -> str:
+    name = config.getoption("--hypothesis-profile", None)
+    if name is None:
+        return DEFAULT_PROFILE
+    if name not in PROFILES:
+        raise pytest.UsageError(
+            f"--hypothesis-profile {name}: mmspec runs under its own profiles: "
+            f"{', '.join(PROFILES)}"
+        )
+    return str(name)
+
+
+def _seed(config: pytest.Config) -> int | None:
+    seed = config.getoption("--hypothesis-seed", None)
+    if seed is None:
+        return None
+    try:
+        return int(seed)
+    except ValueError as e:
+        raise pytest.UsageError(f"--hypothesis-seed {seed}: mmspec takes an integer") from e
+
+
+@pytest.fixture(scope="session")
+def mmspec_runs(request: pytest.FixtureRequest) -> Callable[[str, str], Report]:
+    """``(adapter, property) -> Report`` of that one property, run once per session."""
+    profile, seed = _profile(request.config), _seed(request.config)
+    cache: dict[tuple[str, str], Report] = {}
+
+    def run(adapter: str, name: str) -> Report:
+        if (adapter, name) not in cache:
+            cache[adapter, name] = verify(adapter, profile, [name], seed=seed)
+        return cache[adapter, name]
+
+    return run
+
+
+def test_clause(
+    mmspec_row: tuple[str, str],
+    mmspec_runs: Callable[[str, str], Report],
+    request: pytest.FixtureRequest,
+) -> None:
+    """One clause, as one property judges it, on the adapter under test."""
+    clause, name = mmspec_row
+    adapter = _adapter(request)
+    if adapter is None:
+        pytest.skip(f"no adapter: run pytest with {_ADAPTER_OPTION}=REF")
+    report = mmspec_runs(adapter, name)
+    row = next(r for r in report.rows if r.clause == clause and r.property == name)
+    if row.verdict is Verdict.NOT_PROVIDED:
+        pytest.skip(f"{clause}: not provided by {report.adapter_name} ({row.implementations})")
+    if row.verdict not in ACCEPTED:
+        pytest.fail(f"{clause} {row.verdict.value}\n\n{render(report)}", pytrace=False)
+
+
+__all__: list[Any] = ["test_clause", "mmspec_runs"]
