@@ -219,3 +219,27 @@ def test_an_adapter_that_crashes_its_import_is_a_load_error(tmp_path: Path) -> N
     assert "loading the adapter in the isolated child failed: exited with code 7" in (
         report.load_error
     )
+
+
+@pytest.mark.parametrize(
+    "adapter, has_them",
+    [("reference", True), (str(FIXTURES / "from_spec"), False)],
+    ids=["reference", "from_spec"],
+)
+def test_optional_capabilities_are_seen_through_the_child_as_in_process(
+    adapter: str, has_them: bool
+) -> None:
+    """ECM-8/ECM-9's capability probes answer the same isolated (the proxy offers the
+    extension members the child's object has) as in process: graded isolated, the
+    reference's reset and bookkeeping read `not provided` before (item 26, 0 points)."""
+    from harness.loader import build_parts, load_adapter
+    from properties.encoder_cache_scenarios import capability_probe
+
+    probes = [capability_probe(("reset",), "ECM-9"),
+              capability_probe(("tracked_request_ids", "tracked_mm_hashes"), "ECM-8")]
+    in_process = build_parts(load_adapter(adapter).adapter, None)
+    with IsolatedSession(adapter, Limits()) as session:
+        isolated = session.parts(None)
+        for probe in probes:
+            assert (probe(isolated) is None) is has_them
+            assert (probe(in_process) is None) is has_them

@@ -510,7 +510,7 @@ def _missing_summary(rows: Sequence[ClauseRow], report: Report) -> str:
         result = report.results.get(row.property)
         if result is None:
             continue
-        if result.verdict is Verdict.NOT_PROVIDED:
+        if result.verdict is Verdict.NOT_PROVIDED or row.clause in result.not_provided:
             reason = result.detail
         elif _unimplemented(result):
             reason = "not implemented yet: " + _strip_location(result.failures[0].message)

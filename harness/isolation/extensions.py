@@ -1,20 +1,24 @@
 """The optional extension Protocols a component may also meet.
 
 Some properties ask more of a component when it offers more (the differential checks
-run bfloat16 when a splice has ``merge_bfloat16``): the child reports which extension
-members its object has, and the grader's proxy offers exactly those, so that
-``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
+run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
+manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``): the child
+reports which extension members its object has, and the grader's proxy offers exactly
+those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
 
 from __future__ import annotations
 
 from harness.loader import protocol_members
 from properties.differential import Bfloat16Splice, MultiPrecisionEncoder
+from spec.components import EncoderCacheBookkeeping, ResettableEncoderCache
 
 #: component -> the extension Protocols its product may meet.
 EXTENSIONS: dict[str, tuple[type, ...]] = {
     "splice": (Bfloat16Splice,),
     "encoder": (MultiPrecisionEncoder,),
+    # ECM-8 and ECM-9's optional capabilities: probed on the proxy, as in process
+    "encoder_cache_manager": (ResettableEncoderCache, EncoderCacheBookkeeping),
 }
 
 
