@@ -12,7 +12,8 @@ the replay command). A property that checks several clauses (a state machine) ru
 per session; each of its clauses' items reads that one run.
 
 The whole example for an engine's repository (docs/architecture.md, "The pytest
-plugin"), with mmspec installed (its ``pytest11`` entry point loads this module):
+plugin"), with mmspec installed (its ``pytest11`` entry point, ``mmspec/pytest_plugin.py``,
+loads this module's hooks):
 
     # test_mmspec.py
     from mmspec.harness.pytest_plugin import test_clause  # noqa: F401
