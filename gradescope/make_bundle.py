@@ -74,20 +74,41 @@ def grading_env(profile: str, seed: int | None, rubric: str, adapter_file: str) 
     )
 
 
-def bundle_files(root: Path) -> list[tuple[str, Path]]:
-    """(name in the zip, file) for every included file, sorted."""
+def checkout_files(root: Path, entries: tuple[str, ...], what: str) -> list[tuple[str, Path]]:
+    """(name in the archive, file) for every file of ``entries`` (files, or folders taken
+    whole minus caches and dotfiles), in order: shared with the student kit
+    (studentkit/make_kit.py)."""
     files: list[tuple[str, Path]] = []
-    for entry in INCLUDED:
+    for entry in entries:
         path = root / entry
         if path.is_file():
             files.append((entry, path))
             continue
         if not path.is_dir():
-            raise SystemExit(f"the bundle needs {entry}, which is missing from {root}")
+            raise SystemExit(f"{what} needs {entry}, which is missing from {root}")
         for file in sorted(path.rglob("*")):
             name = file.relative_to(root).as_posix()
             if file.is_file() and not _SKIPPED.search(name):
                 files.append((name, file))
+    return files
+
+
+def write_zip(out: Path, entries: list[tuple[str, bytes]], executables: set[str]) -> Path:
+    """A byte-for-byte reproducible zip: sorted entries, fixed timestamps and modes
+    (``executables`` 0755, the rest 0644)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in sorted(entries):
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.external_attr = (0o100755 if name in executables else 0o100644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    return out
+
+
+def bundle_files(root: Path) -> list[tuple[str, Path]]:
+    """(name in the zip, file) for every included file, sorted."""
+    files = checkout_files(root, INCLUDED, "the bundle")
     files.append(("setup.sh", root / "gradescope" / "setup.sh"))
     files.append(("run_autograder", root / "gradescope" / "run_autograder"))
     return sorted(files)
@@ -111,17 +132,9 @@ def build(
         "requirements-autograder.txt": runtime_requirements(root / "requirements.txt"),
         "grading.env": grading_env(profile, seed, rubric, adapter_file),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
     entries = [(name, file.read_bytes()) for name, file in bundle_files(root)]
     entries += [(name, text.encode("utf-8")) for name, text in generated.items()]
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in sorted(entries):
-            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-            executable = name in ("setup.sh", "run_autograder")
-            info.external_attr = (0o100755 if executable else 0o100644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
-    return out
+    return write_zip(out, entries, {"setup.sh", "run_autograder"})
 
 
 def main(argv: list[str] | None = None) -> int:

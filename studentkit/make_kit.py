@@ -27,14 +27,17 @@ import json
 import re
 import sys
 import tomllib
-import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from gradescope.make_bundle import runtime_requirements  # noqa: E402 - needs ROOT
+from gradescope.make_bundle import (  # noqa: E402 - needs ROOT
+    checkout_files,
+    runtime_requirements,
+    write_zip,
+)
 from harness.grading.rubric import Rubric, RubricError, load_rubric  # noqa: E402
 
 #: The folder every entry of the zip lies in.
@@ -56,8 +59,6 @@ FORBIDDEN = re.compile(r"^(reference|adapters/zoo|tests|fuzz|contracts|gradescop
 #: Files of the kit that say where they come from.
 _KIT_FILES = ROOT / "studentkit"
 
-_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
-_SKIPPED = re.compile(r"(^|/)(__pycache__|\.[^/]*)(/|$)|\.py[co]$")
 
 
 def public_rubric(rubric: Rubric, text: str) -> str:
@@ -108,18 +109,7 @@ def _key(name: str) -> str:
 
 def kit_files(root: Path) -> list[tuple[str, Path]]:
     """(name in the kit, file) for every file taken from the checkout, sorted."""
-    files: list[tuple[str, Path]] = []
-    for entry in INCLUDED:
-        path = root / entry
-        if path.is_file():
-            files.append((entry, path))
-            continue
-        if not path.is_dir():
-            raise SystemExit(f"the kit needs {entry}, which is missing from {root}")
-        for file in sorted(path.rglob("*")):
-            name = file.relative_to(root).as_posix()
-            if file.is_file() and not _SKIPPED.search(name):
-                files.append((name, file))
+    files = checkout_files(root, INCLUDED, "the kit")
     files.append(("SPEC.md", root / "spec" / "SPEC.md"))
     files.append(("README.md", root / "studentkit" / "README.md"))
     files.append(("grade.py", root / "studentkit" / "grade.py"))
@@ -174,14 +164,8 @@ def build(out: Path, *, rubric: str = "rubrics/default.toml", root: Path = ROOT)
     if problems:
         shown = "\n  ".join(problems)
         raise SystemExit(f"the student kit would hand out the answer key:\n  {shown}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in sorted(entries):
-            info = zipfile.ZipInfo(f"{TOP}/{name}", date_time=_FIXED_TIME)
-            info.external_attr = (0o100755 if name == "grade.py" else 0o100644) << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, data)
-    return out
+    return write_zip(out, [(f"{TOP}/{name}", data) for name, data in entries],
+                     {f"{TOP}/grade.py"})
 
 
 def main(argv: list[str] | None = None) -> int:
