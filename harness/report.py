@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import hypothesis
+import numpy
+
 from harness.names import COMMAND
 from harness.runner import Failure, PropertyResult, Report, Verdict
 from spec.clauses import load_clauses, mmspec_version, spec_digest
@@ -49,10 +52,19 @@ def summary_line(report: Report) -> str:
     return f"{outcome}: {rows} ({counts}) in {report.seconds:.1f} s"
 
 
+def identity_line() -> str:
+    """What judged: the project's version, the clause set's digest, and the versions of
+    the libraries that generate and shrink the test cases (two reports compare only when
+    these agree)."""
+    return (
+        f"mmspec {mmspec_version()}; SPEC.md {len(load_clauses())} clauses, digest "
+        f"{spec_digest()}; hypothesis {hypothesis.__version__}, numpy {numpy.__version__}"
+    )
+
+
 def _header(report: Report) -> list[str]:
-    clauses = len(load_clauses())
     lines = [
-        f"mmspec {mmspec_version()}; SPEC.md {clauses} clauses, digest {spec_digest()}",
+        identity_line(),
         f"adapter: {report.adapter_name}  (ref {report.adapter_ref}, identity {report.identity})",
         f"profile: {report.profile}",
         "components:",

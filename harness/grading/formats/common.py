@@ -13,6 +13,7 @@ from harness.grading.grade import FailureDetail, GradeReport, ItemResult, ItemSt
 from harness.grading.reproducer import Verification
 from harness.loader import NEEDS_REFERENCE
 from harness.names import HAS_REFERENCE, INSTALLED
+from harness.report import identity_line
 
 #: How the item's score reads.
 STATUS_WORDS = {
@@ -131,6 +132,7 @@ def _count(steps: tuple[str, ...]) -> int:
 
 def header_lines(report: GradeReport) -> list[str]:
     lines = [
+        identity_line(),
         f"adapter: {report.adapter_name} ({report.adapter_ref})",
         f"rubric: {report.rubric.title} ({report.rubric.source})",
         f"profile: {report.profile}; seed: {report.shown_seed}",

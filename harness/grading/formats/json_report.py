@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from harness.grading.grade import FailureDetail, GradeReport, ItemResult
+from harness.report import identity_line
 
 #: Bumped when a field changes meaning or disappears.
 SCHEMA_VERSION = 1
@@ -18,6 +19,7 @@ SCHEMA_VERSION = 1
 def report_dict(report: GradeReport) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
+        "judged_by": identity_line(),
         "adapter": {"ref": report.adapter_ref, "name": report.adapter_name},
         "rubric": {"title": report.rubric.title, "source": report.rubric.source},
         "profile": report.profile,
