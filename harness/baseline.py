@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import names
+from harness.ci_output import failures
 from harness.runner import ACCEPTED, Report, Verdict
 
 SCHEMA = "mmspec-verdicts/1"
@@ -89,8 +90,14 @@ def verdicts_of(report: Report) -> SavedVerdicts:
     )
 
 
-def save_verdicts(report: Report, path: str | os.PathLike[str]) -> None:
+def save_verdicts(
+    report: Report, path: str | os.PathLike[str], replay_options: str = ""
+) -> None:
+    """The verdicts (what ``--baseline REPORT`` compares), each failing row with its
+    failures as data (:func:`harness.ci_output.failures`)."""
     saved = verdicts_of(report)
+    behind = {(row.clause, row.property): failures(report, row, replay_options)
+              for row in report.rows}
     data = {
         "schema": SCHEMA,
         "adapter": saved.adapter,
@@ -102,6 +109,7 @@ def save_verdicts(report: Report, path: str | os.PathLike[str]) -> None:
                 "property": row.property,
                 "verdict": row.verdict,
                 "messages": list(row.messages),
+                "failures": behind.get((row.clause, row.property), []),
             }
             for row in saved.rows
         ],

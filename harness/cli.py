@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from exhaustive.check import (
     COVERED,
@@ -19,6 +20,7 @@ from exhaustive.check import (
     print_summaries,
 )
 from harness import baseline as baselines
+from harness import ci_output
 from harness.catalog import registered_properties
 from harness.declared import DeclarationError, judge, load_declaration, release_of
 from harness.grading.cli import add_grade_command, run_grade
@@ -143,6 +145,7 @@ def _verify(
     seed: int | None = None,
     set_aside: Sequence[str] = (),
     jobs: int = 1,
+    junit_xml: str | None = None,
 ) -> int:
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
@@ -167,16 +170,32 @@ def _verify(
     ) as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
+    if isolation is not None:
+        replay_options += " --isolate"
     if save_report:
-        baselines.save_verdicts(report, save_report)
+        baselines.save_verdicts(report, save_report, replay_options)
+    _ci_outputs(report, junit_xml, replay_options)
     if before is not None:
         now = baselines.verdicts_of(report)
         sys.stdout.write(baselines.render_differences(before, now))
         return EXIT_FAILED if baselines.any_broke(before, now) else EXIT_OK
-    if isolation is not None:
-        replay_options += " --isolate"
     sys.stdout.write(render(report, replay_options=replay_options))
     return _exit_status(report, only)
+
+
+def _ci_outputs(report: Report, junit_xml: str | None, replay_options: str) -> None:
+    """``--junit-xml``; under GitHub Actions, annotations and the step summary."""
+    if junit_xml:
+        target = Path(junit_xml)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(ci_output.junit_xml(report, replay_options), encoding="utf-8")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in ci_output.github_annotations(report, replay_options):
+            print(line)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as out:
+                out.write(ci_output.step_summary(report, replay_options))
 
 
 def _exit_status(report: Report, only: Sequence[str] | None) -> int:
@@ -221,7 +240,18 @@ def _add_vllm_and_baseline_options(run: argparse.ArgumentParser) -> None:
         help="print only the verdicts that differ from this baseline: a vLLM version, a vLLM "
         "source tree, or a report saved with --save-report (exit 1 when a verdict broke)",
     )
-    run.add_argument("--save-report", metavar="FILE", help="save the verdicts as JSON")
+    run.add_argument(
+        "--save-report",
+        metavar="FILE",
+        help="save the verdicts as JSON, each failing row with its failures (message, "
+        "counterexample, reproduce blob, replay command)",
+    )
+    run.add_argument(
+        "--junit-xml",
+        metavar="FILE",
+        help="also write a JUnit XML report: one test case per (clause, property) row "
+        "(under GitHub Actions, failing rows are also annotated and summarized)",
+    )
 
 
 def _verify_vllm_aware(args: argparse.Namespace) -> int:
@@ -256,6 +286,7 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         args.seed,
         args.set_aside,
         args.jobs,
+        args.junit_xml,
     )
 
 

@@ -121,18 +121,20 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
         why = result.blocked_because or "blocked by the failure above"
         lines.append(f"not checked to the end: {', '.join(blocked)} ({why})")
     lines.append("replay:")
-    for set_aside in dict.fromkeys(f.set_aside for f in result.failures):
-        with_aside = f" --set-aside {' '.join(set_aside)}" if set_aside else ""
-        lines.append(
-            f"  {COMMAND} verify --adapter {report.adapter_ref} "
-            f"--profile {report.profile} --only {result.name}{with_aside}{replay_options}"
-        )
-    if not result.failures:
-        lines.append(
-            f"  {COMMAND} verify --adapter {report.adapter_ref} "
-            f"--profile {report.profile} --only {result.name}{replay_options}"
-        )
+    for set_aside in dict.fromkeys(f.set_aside for f in result.failures) or [()]:
+        lines.append(f"  {replay_command(report, result.name, set_aside, replay_options)}")
     return lines
+
+
+def replay_command(
+    report: Report, name: str, set_aside: Sequence[str] = (), replay_options: str = ""
+) -> str:
+    """The command that replays property ``name`` of ``report`` (from any folder)."""
+    with_aside = f" --set-aside {' '.join(set_aside)}" if set_aside else ""
+    return (
+        f"{COMMAND} verify --adapter {report.adapter_ref} --profile {report.profile} "
+        f"--only {name}{with_aside}{replay_options}"
+    )
 
 
 def _failure(report: Report, result: PropertyResult, failure: Failure) -> list[str]:

@@ -33,7 +33,7 @@ def render_junit(report: GradeReport, now: datetime | None = None) -> str:
             "name": f"mmspec grade {report.adapter_name}",
             "package": "mmspec.grading",
             "id": "0",
-            "timestamp": _timestamp(now),
+            "timestamp": timestamp(now),
             "hostname": "localhost",
             "tests": str(len(report.items)),
             "failures": str(failures),
@@ -51,12 +51,12 @@ def render_junit(report: GradeReport, now: datetime | None = None) -> str:
         ("seed", report.shown_seed),
         ("score", f"{points(report.score)}/{points(report.max_score)}"),
     ):
-        ET.SubElement(properties, "property", {"name": name, "value": _clean(value)})
+        ET.SubElement(properties, "property", {"name": name, "value": xml_text(value)})
     for result in report.items:
         suite.append(_testcase(result))
     out = ET.SubElement(suite, "system-out")
     summary = [f"score: {score_line(report)}", *load_error_lines(report), *report.warnings]
-    out.text = _clean("\n".join(summary))
+    out.text = xml_text("\n".join(summary))
     ET.SubElement(suite, "system-err").text = ""
     ET.indent(suites)
     body = ET.tostring(suites, encoding="unicode")
@@ -68,7 +68,7 @@ def _testcase(result: ItemResult) -> ET.Element:
     case = ET.Element(
         "testcase",
         {
-            "name": _clean(f"{item.number}. {item.name}"),
+            "name": xml_text(f"{item.number}. {item.name}"),
             "classname": "mmspec.rubric",
             "time": f"{result.seconds:.3f}",
         },
@@ -76,8 +76,8 @@ def _testcase(result: ItemResult) -> ET.Element:
     kind = _kind(result)
     if kind == "passed":
         return case
-    text = _clean("\n".join(item_lines(result, inline_scripts=True)))
-    message = _clean(f"{result.status.value}: {result.summary}")
+    text = xml_text("\n".join(item_lines(result, inline_scripts=True)))
+    message = xml_text(f"{result.status.value}: {result.summary}")
     if kind == "skipped":
         ET.SubElement(case, "skipped", {"message": message})
     else:
@@ -97,13 +97,13 @@ def _kind(result: ItemResult) -> str:
     return "failure"
 
 
-def _timestamp(now: datetime | None) -> str:
+def timestamp(now: datetime | None) -> str:
     if now is None:
         epoch = os.environ.get("SOURCE_DATE_EPOCH")
         now = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def _clean(text: str) -> str:
+def xml_text(text: str) -> str:
     """Characters XML 1.0 cannot carry (NUL, other C0 controls) written as escapes."""
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
