@@ -206,6 +206,9 @@ assert names.IMPORT_ROOT == Path(mmspec.__file__).resolve().parents[1]
 assert rubric.DEFAULT_RUBRIC.is_file() and (declared.EXPECTED_DIR / "0.22.1.json").is_file()
 assert profiles.EXAMPLES_ROOT == Path.cwd() / ".hypothesis" / "examples"
 assert release_wheel.CACHE_ROOT == Path.cwd()  # never inside the installed package
+import mmspec.machines
+from mmspec.reference.encoder_cache import EncoderCacheManager
+assert mmspec.machines.encoder_cache(EncoderCacheManager, reset=True).TestCase
 print("version", mmspec.__version__)
 '''
 

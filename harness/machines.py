@@ -1,0 +1,108 @@
+"""The state machines, shipped for third parties to run inside their own pytest suites.
+
+In the style of ``zarr.testing.stateful``: no adapter module, no command line — a
+factory in, a Hypothesis ``RuleBasedStateMachine`` out, whose ``TestCase`` pytest or
+unittest collects::
+
+    from mmspec.harness.machines import encoder_cache     # installed; harness.machines
+                                                          # from a checkout
+    TestMyCache = encoder_cache(lambda size: MyCache(size), reset=True).TestCase
+
+A violation raises :class:`~properties.framework.ClauseViolation` — of a subclass named
+after its clause (``ClauseViolation[ECM-5]``), with the clause id as ``.clause`` — and
+Hypothesis shrinks it to a minimal program of the machine's rules, narrated. Settings are
+the caller's (``TestMyCache.settings = settings(max_examples=...)``, or a loaded
+Hypothesis profile).
+
+Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
+``bookkeeping`` (ECM-8's ``tracked_request_ids()``/``tracked_mm_hashes()``). ``True``
+requires them (a factory whose product lacks one is refused before any example runs),
+``False`` hides them from the machine, ``None`` (the default) uses them when present,
+as the command line does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis.stateful import RuleBasedStateMachine
+
+from harness.loader import REFERENCE_REF, build_parts, load_adapter
+from properties.encoder_cache_machine import encoder_cache_machine
+from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
+from properties.engine_machine import engine_machine
+from spec.adapter import Adapter, EngineParts
+from spec.components import EncoderCacheManager, EngineLoop
+from spec.types import EngineConfig
+
+
+class _Hiding:
+    """``inner`` with the members ``hidden`` removed (a capability the caller turned
+    off); everything else is the inner object's."""
+
+    def __init__(self, inner: object, hidden: frozenset[str]) -> None:
+        object.__setattr__(self, "_inner", inner)
+        object.__setattr__(self, "_hidden", hidden)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in object.__getattribute__(self, "_hidden"):
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "_inner"), name)
+
+
+def _with_capabilities(
+    factory: Callable[[int], EncoderCacheManager], reset: bool | None, bookkeeping: bool | None
+) -> Callable[[int], EncoderCacheManager]:
+    wanted = {"reset": (reset, RESET), "bookkeeping": (bookkeeping, BOOKKEEPING)}
+    probe = factory(1)
+    for flag, (value, methods) in wanted.items():
+        if value and not provides(probe, methods):
+            names = ", ".join(f"{m}()" for m in methods)
+            raise TypeError(f"{flag}=True, but the cache manager does not provide {names}")
+    hidden = frozenset(m for value, methods in wanted.values() if value is False for m in methods)
+    if not hidden:
+        return factory
+
+    def hiding(size: int) -> EncoderCacheManager:
+        hidden_view: Any = _Hiding(factory(size), hidden)
+        return hidden_view  # type: ignore[no-any-return]
+
+    return hiding
+
+
+def encoder_cache(
+    factory: Callable[[int], EncoderCacheManager],
+    *,
+    reset: bool | None = None,
+    bookkeeping: bool | None = None,
+) -> type[RuleBasedStateMachine]:
+    """ECM-1..9's machine (``EncoderCacheMachine``) over ``factory(cache_size)``."""
+    adapter = Adapter(
+        name="encoder_cache", encoder_cache_manager=_with_capabilities(factory, reset, bookkeeping)
+    )
+    return _machine_class(encoder_cache_machine(build_parts(adapter, None)).machine_class)
+
+
+def engine(
+    factory: Callable[[EngineConfig, EngineParts], EngineLoop],
+    **components: Callable[..., Any],
+) -> type[RuleBasedStateMachine]:
+    """SYS-1..10's machine (``EngineMachine``) over ``factory(config, parts)``; the
+    components it is handed are ``components`` (``hasher=...``, ``encoder=...``, ...)
+    where given, the reference's elsewhere."""
+    known = {"hasher", "encoder", "encoder_cache_manager", "scheduling_hook", "block_hasher",
+             "worker_store"}
+    unknown = sorted(set(components) - known)
+    if unknown:
+        raise TypeError(f"not components of the engine: {', '.join(unknown)}")
+    adapter: Any = Adapter(name="engine", engine_loop=factory)
+    adapter = dataclasses.replace(adapter, **components)
+    reference = load_adapter(REFERENCE_REF).adapter
+    return _machine_class(engine_machine(build_parts(adapter, reference)).machine_class)
+
+
+def _machine_class(machine: type[RuleBasedStateMachine] | None) -> type[RuleBasedStateMachine]:
+    assert machine is not None, "properties.framework.machine sets it"
+    return machine

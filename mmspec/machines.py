@@ -1,0 +1,8 @@
+"""``mmspec.machines``: the state machines for third parties' own test suites
+(:mod:`mmspec.harness.machines`), e.g.
+``TestMyCache = mmspec.machines.encoder_cache(MyCache, reset=True).TestCase``.
+Installed from the wheel only; in a checkout, import ``harness.machines``."""
+
+from mmspec.harness.machines import encoder_cache, engine
+
+__all__ = ["encoder_cache", "engine"]

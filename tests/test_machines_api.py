@@ -1,0 +1,59 @@
+"""The state machines as a library (harness/machines.py, issue 21): a factory in, a
+``RuleBasedStateMachine`` out whose ``TestCase`` a third party's pytest collects."""
+
+from __future__ import annotations
+
+import unittest
+
+import pytest
+from hypothesis import settings
+
+from adapters.zoo.ecm_newest_first_eviction import NewestFirstEviction
+from harness.machines import encoder_cache, engine
+from properties.framework import ClauseViolation
+from reference.encoder_cache import EncoderCacheManager
+from reference.engine import EngineLoop
+
+FAST = settings(max_examples=30, stateful_step_count=20, deadline=None, database=None,
+                derandomize=True)
+
+
+def _run(machine: type) -> unittest.TestResult:
+    case = machine.TestCase
+    case.settings = FAST
+    suite = unittest.defaultTestLoader.loadTestsFromTestCase(case)
+    result = unittest.TestResult()
+    suite.run(result)
+    return result
+
+
+def test_the_reference_cache_passes_its_machine() -> None:
+    result = _run(encoder_cache(EncoderCacheManager, reset=True, bookkeeping=True))
+    assert result.wasSuccessful(), result.failures + result.errors
+
+
+def test_a_violation_raises_an_error_naming_its_clause() -> None:
+    machine = encoder_cache(NewestFirstEviction)
+    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "ECM-5"
+    assert type(raised.value).__name__ == "ClauseViolation[ECM-5]"
+
+
+def test_capabilities_are_explicit_flags() -> None:
+    class NoReset(EncoderCacheManager):
+        reset = None  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match=r"reset=True, but .* does not provide reset\(\)"):
+        encoder_cache(NoReset, reset=True)
+    hidden = encoder_cache(EncoderCacheManager, reset=False, bookkeeping=False)
+    assert _run(hidden).wasSuccessful()
+
+
+def test_the_engine_machine_takes_an_engine_loop_factory() -> None:
+    result = _run(engine(EngineLoop))
+    assert result.wasSuccessful(), result.failures + result.errors
+    with pytest.raises(TypeError, match="not components of the engine: splice"):
+        engine(EngineLoop, splice=object)
