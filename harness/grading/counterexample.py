@@ -49,9 +49,12 @@ _ALREADY_NUMBERED = re.compile(r"\d+\. ")
 def numbered(lines: Iterable[str]) -> list[str]:
     """``1. first``, ``2. second``, ... with continuation lines indented under them.
     Lines that are numbered already (the exhaustive checker's shortest paths, under a
-    scenario heading) are kept as they are."""
+    scenario heading) are kept as they are, and so is Hypothesis' own description of a
+    failing example (a property that narrates nothing): its lines are not steps."""
     lines = list(lines)
     if any(_ALREADY_NUMBERED.match(line) for line in lines):
+        return lines
+    if lines and is_hypothesis_line(lines[0]):
         return lines
     out: list[str] = []
     number = 0

@@ -66,12 +66,19 @@ def failure_lines(failure: FailureDetail, inline_scripts: bool) -> list[str]:
         lines.append(f"{raised_by_whom(failure, 'an error')} under {failure.property_name}:")
     lines.append(f"  {failure.message}")
     if failure.steps:
-        lines.append(f"minimal counterexample ({plural(_count(failure.steps), 'step')}):")
+        count = _count(failure.steps)
+        lines.append(
+            f"minimal counterexample ({plural(count, 'step')}):" if count
+            else "minimal counterexample (the failing example, as Hypothesis wrote it):"
+        )
         lines += [f"  {step}" for step in failure.steps]
     reproducer = failure.reproducer
     verification = reproducer.verification if reproducer else None
     if verification is not None and verification.reproduces:
-        lines.append("expected vs actual (the first call of the reproducer that disagrees):")
+        lines.append(
+            "expected vs actual (the reproducer's first call that disagrees; its \"step N\" "
+            "numbers the script's calls, not the counterexample's steps):"
+        )
         lines += [f"  {line.strip()}" for line in verification.detail.splitlines()]
     lines.append("replay the property:")
     lines.append(f"  {failure.replay_command}")
@@ -126,8 +133,7 @@ def run_line(filename: str) -> str:
 
 def _count(steps: tuple[str, ...]) -> int:
     # an exhaustive search's path comes numbered, under unnumbered scenario lines
-    numbered = sum(1 for s in steps if re.match(r"\d+\. ", s))
-    return numbered or sum(1 for s in steps if not s.startswith(" "))
+    return sum(1 for s in steps if re.match(r"\d+\. ", s))
 
 
 def header_lines(report: GradeReport) -> list[str]:
