@@ -3,7 +3,7 @@
 ``TestMyCache = mmspec.machines.encoder_cache(MyCache, reset=True).TestCase``.
 Installed from the wheel only; in a checkout, import ``harness.machines``."""
 
-from mmspec.harness.machines import (  # type: ignore[import-not-found, unused-ignore]
+from mmspec.harness.machines import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
     encoder_cache,  # (the wheel has mmspec.harness; a checkout has harness/ instead)
     engine,
 )
