@@ -56,8 +56,12 @@ clean:
 # --- the torch adapter: the optional torch extra (the CPU wheel here; never torchvision) ---
 .PHONY: torch verify-torch bench-torch
 
+# The torch extra's packages only, not the project: an editable install would leave
+# mmspec.egg-info in the checkout, and CrossHair, seeing the checkout as an installed
+# distribution's folder, then runs our code concretely (make crosshair-ci's rejections fail).
 $(VENV)/.torch: $(VENV)/.installed pyproject.toml
-	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[torch]'
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check $$($(PYTHON) -c \
+		'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["torch"])')
 	touch $@
 
 torch: $(VENV)/.torch
