@@ -20,6 +20,7 @@ from properties import (  # noqa: F401
     exp,
     hashing,
     prefix,
+    prefix_identity,
     scheduling,
     scheduling_mismatch,
     splice,

@@ -19,6 +19,14 @@ Mirrors vLLM ``vllm/v1/core/kv_cache_utils.py``: ``hash_block_tokens``,
 ``get_request_block_hasher`` (which hashes full blocks only). Unlike vLLM, the parent of
 block 0 is a fixed empty marker rather than a per-process random ``NONE_HASH``, so equal
 inputs hash equal across instances too (PFX-2).
+
+The other kinds of identity a request carries (``PrefixIdentity``: the LoRA adapter,
+the cache salt, prompt embeddings; PFX-7, PFX-8) are keys of their own, each *tagged* by
+its kind: ``("lora", name, path)`` on every block, ``("salt", salt)`` on block 0 (the
+chain carries it on), ``("embeds", digest of the block's rows)`` on every block; the
+multimodal key is ``("mm", mm_hash, offset)`` in the hash. The tag is what keeps a
+salt ``"x"`` from standing for an adapter named ``"x"`` (vLLM 0.33 tags its keys the
+same way; 0.22.1 did not: docs/findings.md, V15).
 """
 
 from __future__ import annotations
@@ -29,11 +37,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from spec.errors import InvalidInputError, InvalidRangeError
-from spec.types import MultiModalItem
+from spec.types import MultiModalItem, PrefixIdentity
 
 #: One extra key: the item's content hash and its offset relative to the block start
 #: (negative when the item began in an earlier block).
 ExtraKey = tuple[str, int]
+
+#: A key as the hash frames it: the kind's tag, then its values.
+TaggedKey = tuple[str | int, ...]
 
 #: The parent of block 0. A digest is 64 hex characters, so the empty string can never
 #: be mistaken for the hash of a real block.
@@ -57,18 +68,45 @@ def _frame_list(parts: Iterable[bytes]) -> bytes:
     return _frame(b"l", b"".join(parts))
 
 
+def _frame_value(value: str | int) -> bytes:
+    return _frame_str(value) if isinstance(value, str) else _frame_int(value)
+
+
 def hash_block_tokens(
-    parent_block_hash: str, block_token_ids: Sequence[int], extra_keys: Sequence[ExtraKey]
+    parent_block_hash: str,
+    block_token_ids: Sequence[int],
+    extra_keys: Sequence[ExtraKey],
+    identity_keys: Sequence[TaggedKey] = (),
 ) -> str:
-    """SHA-256 (hex) of the framed triple ``(parent, tokens, extra_keys)`` (PFX-1)."""
+    """SHA-256 (hex) of the framed ``(parent, tokens, keys)`` (PFX-1): the block's
+    multimodal keys tagged ``"mm"``, then its other identity keys (PFX-7)."""
+    keys: list[TaggedKey] = [("mm", h, o) for h, o in extra_keys]
+    keys += identity_keys
     serialized = _frame_list(
         [
             _frame_str(parent_block_hash),
             _frame_list(_frame_int(t) for t in block_token_ids),
-            _frame_list(_frame_list([_frame_str(h), _frame_int(o)]) for h, o in extra_keys),
+            _frame_list(_frame_list(_frame_value(v) for v in key) for key in keys),
         ]
     )
     return hashlib.sha256(serialized).hexdigest()
+
+
+def identity_keys(identity: PrefixIdentity, start: int, end: int) -> list[TaggedKey]:
+    """The keys of the block ``[start, end)`` for every kind of identity but the
+    multimodal one (PFX-7): the adapter on every block, the salt on block 0 (the chain
+    carries it), the digest of the block's prompt-embedding rows (width and values as
+    float32) on every block."""
+    keys: list[TaggedKey] = []
+    if identity.lora is not None:
+        keys.append(("lora", identity.lora.name, identity.lora.path))
+    if identity.salt is not None and start == 0:
+        keys.append(("salt", identity.salt))
+    if identity.prompt_embeds is not None:
+        rows = np.asarray(identity.prompt_embeds[start:end], dtype=np.float32)
+        digest = hashlib.sha256(repr(rows.shape).encode() + rows.tobytes()).hexdigest()
+        keys.append(("embeds", digest))
+    return keys
 
 
 def _require_int(name: str, value: object, minimum: int) -> int:
@@ -127,14 +165,42 @@ class BlockHasher:
     ) -> list[str]:
         """One hash per full block of the prompt, each chained to its predecessor
         (PFX-1..6). Every item must lie inside the prompt."""
+        return self.request_block_hashes_with(token_ids, items, PrefixIdentity())
+
+    def identity_keys(
+        self, identity: PrefixIdentity, start_token_idx: int, end_token_idx: int
+    ) -> list[TaggedKey]:
+        """The block's keys of every kind of identity but the multimodal one (PFX-7)."""
+        return identity_keys(identity, start_token_idx, end_token_idx)
+
+    def request_block_hashes_with(
+        self,
+        token_ids: Sequence[int],
+        items: Sequence[MultiModalItem],
+        identity: PrefixIdentity,
+    ) -> list[str]:
+        """The block hashes of a prompt that also carries ``identity`` (PFX-7, PFX-8):
+        every kind of identity keys every block it concerns, tagged by its kind."""
         tokens = [_require_int(f"token_ids[{i}]", token, 0) for i, token in enumerate(token_ids)]
         _require_items(items, len(tokens))
+        if not isinstance(identity, PrefixIdentity):
+            raise InvalidInputError(
+                f"identity must be a PrefixIdentity, got {type(identity).__name__}"
+            )
+        embeds = identity.prompt_embeds
+        if embeds is not None and len(embeds) != len(tokens):
+            raise InvalidInputError(
+                f"{len(embeds)} prompt-embedding rows for a {len(tokens)}-token prompt"
+            )
         hashes: list[str] = []
         parent = ROOT_PARENT
         for start in range(0, len(tokens) - self._block_size + 1, self._block_size):
             end = start + self._block_size
             parent = hash_block_tokens(
-                parent, tokens[start:end], self.block_extra_keys(items, start, end)
+                parent,
+                tokens[start:end],
+                self.block_extra_keys(items, start, end),
+                self.identity_keys(identity, start, end),
             )
             hashes.append(parent)
         return hashes

@@ -25,6 +25,7 @@ from spec.types import (
     HashInput,
     ImageInput,
     MultiModalItem,
+    PrefixIdentity,
     RequestView,
     ScheduleDecision,
     WorkerStep,
@@ -255,6 +256,25 @@ class BlockHasher(Protocol):
         self, token_ids: Sequence[int], items: Sequence[MultiModalItem]
     ) -> list[str]:
         """Chained hashes of the full blocks of a prompt (PFX-1..6)."""
+        ...
+
+
+@runtime_checkable
+class IdentityBlockHasher(Protocol):
+    """Optional capability of a ``BlockHasher`` (PFX-7, PFX-8): block hashes of a prompt
+    that carries, besides tokens and items, the other kinds of identity a prefix-cache
+    key folds in (vLLM's ``generate_block_hash_extra_keys``: the LoRA adapter, the
+    ``cache_salt``, prompt embeddings). Without it those clauses are "not provided"."""
+
+    def request_block_hashes_with(
+        self,
+        token_ids: Sequence[int],
+        items: Sequence[MultiModalItem],
+        identity: PrefixIdentity,
+    ) -> list[str]:
+        """Chained hashes of the full blocks of a prompt with ``identity``; with
+        ``PrefixIdentity()`` exactly ``request_block_hashes(token_ids, items)``. With
+        prompt embeddings there is one row per token id."""
         ...
 
 

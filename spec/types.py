@@ -115,6 +115,58 @@ class MultiModalItem:
 
 
 @dataclass(frozen=True)
+class LoraAdapter:
+    """The LoRA adapter a request runs with (vLLM ``LoRARequest``): the name a client
+    asks for and the weights it names. A name can be unloaded and loaded again from
+    other weights, so the two together say which weights computed a block's KV (PFX-7)."""
+
+    name: str
+    path: str
+
+    def __post_init__(self) -> None:
+        for label in ("name", "path"):
+            if not isinstance(getattr(self, label), str):
+                raise InvalidInputError(f"LoraAdapter.{label} must be a str")
+        if not self.name or not self.path:
+            raise InvalidInputError("LoraAdapter.name and .path must be non-empty")
+
+
+@dataclass(frozen=True)
+class PrefixIdentity:
+    """Everything besides token ids and items that decides what a prompt's KV is
+    (PFX-7, PFX-8): the LoRA adapter, the ``cache_salt`` (vLLM's per-tenant isolation;
+    an empty salt is no salt: vLLM's front end refuses it and its core ignores it), and
+    prompt embeddings (a prompt given as one float32 row per position instead of token
+    ids; the token ids are then placeholders). Each field is one *kind* of identity."""
+
+    lora: LoraAdapter | None = None
+    cache_salt: str | None = None
+    prompt_embeds: tuple[tuple[float, ...], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.lora is not None and not isinstance(self.lora, LoraAdapter):
+            raise InvalidInputError("PrefixIdentity.lora must be a LoraAdapter or None")
+        if self.cache_salt is not None and not isinstance(self.cache_salt, str):
+            raise InvalidInputError("PrefixIdentity.cache_salt must be a str or None")
+        if self.prompt_embeds is not None:
+            rows = self.prompt_embeds
+            if not isinstance(rows, tuple) or not all(isinstance(r, tuple) for r in rows):
+                raise InvalidInputError("PrefixIdentity.prompt_embeds must be a tuple of rows")
+            widths = {len(row) for row in rows}
+            if len(widths) > 1 or 0 in widths:
+                raise InvalidInputError(
+                    "PrefixIdentity.prompt_embeds rows must be non-empty and of one width"
+                )
+            if not all(isinstance(v, float) for row in rows for v in row):
+                raise InvalidInputError("PrefixIdentity.prompt_embeds values must be floats")
+
+    @property
+    def salt(self) -> str | None:
+        """The salt that isolates: None for no salt and for the empty one."""
+        return self.cache_salt or None
+
+
+@dataclass(frozen=True)
 class RequestView:
     """What the encoder cache manager and the scheduling hook see of a request.
     Items are sorted by offset and do not overlap."""

@@ -10,7 +10,7 @@ import properties.prefix  # noqa: F401 - registers the PFX properties
 from reference.prefix import ROOT_PARENT, BlockHasher, hash_block_tokens
 from spec import components
 from spec.errors import InvalidInputError, InvalidRangeError
-from spec.types import MultiModalItem, PlaceholderRange
+from spec.types import LoraAdapter, MultiModalItem, PlaceholderRange, PrefixIdentity
 
 P = 32001  # placeholder id
 
@@ -113,3 +113,51 @@ def test_bad_input_is_a_clear_error() -> None:
         hasher.block_extra_keys([], 4, 2)
     with pytest.raises(InvalidInputError, match="start_token_idx"):
         hasher.block_extra_keys([], -1, 2)
+
+
+def test_empty_identity_is_the_plain_hash() -> None:
+    hasher = BlockHasher(2)
+    items = [MultiModalItem("a", PlaceholderRange(1, 2))]
+    plain = hasher.request_block_hashes([0, 9, 9, 1], items)
+    assert hasher.request_block_hashes_with([0, 9, 9, 1], items, PrefixIdentity()) == plain
+
+
+def test_each_kind_is_tagged() -> None:
+    """PFX-8: the same string as an adapter name, a path, a salt or an image identifier
+    keys block 0 four different ways; an empty salt is no salt (PFX-7)."""
+    hasher = BlockHasher(1)
+    tokens = [7]
+    firsts = {
+        hasher.request_block_hashes_with(tokens, [], PrefixIdentity(lora=LoraAdapter("x", "/p")))[
+            0
+        ],
+        hasher.request_block_hashes_with(tokens, [], PrefixIdentity(lora=LoraAdapter("L", "x")))[0],
+        hasher.request_block_hashes_with(tokens, [], PrefixIdentity(cache_salt="x"))[0],
+        hasher.request_block_hashes_with(
+            tokens, [MultiModalItem("x", PlaceholderRange(0, 1))], PrefixIdentity()
+        )[0],
+    }
+    assert len(firsts) == 4
+    assert hasher.request_block_hashes_with(
+        tokens, [], PrefixIdentity(cache_salt="")
+    ) == hasher.request_block_hashes(tokens, [])
+
+
+def test_embeddings_key_every_block_by_all_its_rows() -> None:
+    hasher = BlockHasher(2)
+    rows = ((0.0,), (0.0,), (0.0,), (0.0,))
+    changed = ((0.0,), (0.0,), (0.0,), (1.0,))
+    a = hasher.request_block_hashes_with([0] * 4, [], PrefixIdentity(prompt_embeds=rows))
+    b = hasher.request_block_hashes_with([0] * 4, [], PrefixIdentity(prompt_embeds=changed))
+    assert a[0] == b[0] and a[1] != b[1]
+
+
+def test_bad_identities_are_clear_errors() -> None:
+    with pytest.raises(InvalidInputError, match="rows"):
+        BlockHasher(1).request_block_hashes_with(
+            [0, 0], [], PrefixIdentity(prompt_embeds=((0.0,),))
+        )
+    with pytest.raises(InvalidInputError, match="non-empty"):
+        LoraAdapter("name", "")
+    with pytest.raises(InvalidInputError, match="one width"):
+        PrefixIdentity(prompt_embeds=((0.0,), (0.0, 1.0)))

@@ -66,6 +66,7 @@ MODULES: dict[str, str] = {
     "models_interfaces": "vllm.model_executor.models.interfaces",
     "multimodal": "vllm.multimodal",
     "mm_processing": "vllm.multimodal.processing",
+    "lora_request": "vllm.lora.request",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")

@@ -7,6 +7,12 @@ engine core installs (``get_request_block_hasher(block_size, get_hash_fn_by_name
 blocks into ``request.block_hashes``, which are returned as hex strings.
 ``block_extra_keys`` is vLLM's ``generate_block_hash_extra_keys`` for one block.
 
+``request_block_hashes_with`` (PFX-7, PFX-8's optional capability) builds the same
+``Request`` with the identity in vLLM's fields: ``lora_request`` a ``LoRARequest`` (its
+``lora_int_id`` one per distinct name and path, as the server numbers an adapter it
+loads — a name unloaded and loaded again from other weights gets a new one),
+``cache_salt``, and ``prompt_embeds`` a float32 tensor with the token ids alongside.
+
 Key format (rows ``mm_extra_key_offset``/``mm_extra_key_tag`` of
 :mod:`adapters.vllm.versions`): the spec's ``(mm_hash, offset - start)`` is vLLM's pair
 before 0.33 and its ``("mm", mm_hash, offset - start)`` since; a vLLM that keys a block
@@ -18,7 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spec.types import MultiModalItem
+import torch
+
+from spec.types import MultiModalItem, PrefixIdentity
 
 from .requests_bridge import vllm_request
 from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmApiError, VllmCode
@@ -43,6 +51,7 @@ class VllmBlockHasher:
             self._kv.init_none_hash(hash_fn)
             _none_hash_ready.add(id(self._kv))
         self._request_hasher = self._kv.get_request_block_hasher(block_size, hash_fn)
+        self._lora_ids: dict[tuple[str, str], int] = {}
 
     def block_extra_keys(
         self, items: Sequence[MultiModalItem], start_token_idx: int, end_token_idx: int
@@ -61,6 +70,36 @@ class VllmBlockHasher:
             self._code, _REQUEST_ID, token_ids, items, block_hasher=self._request_hasher
         )
         return [bytes(block_hash).hex() for block_hash in request.block_hashes]
+
+    def request_block_hashes_with(
+        self,
+        token_ids: Sequence[int],
+        items: Sequence[MultiModalItem],
+        identity: PrefixIdentity,
+    ) -> list[str]:
+        embeds = None
+        if identity.prompt_embeds is not None:
+            embeds = torch.tensor(identity.prompt_embeds, dtype=torch.float32)
+        request = vllm_request(
+            self._code,
+            _REQUEST_ID,
+            token_ids,
+            items,
+            block_hasher=self._request_hasher,
+            lora_request=self._lora_request(identity),
+            cache_salt=identity.cache_salt,
+            prompt_embeds=embeds,
+        )
+        return [bytes(block_hash).hex() for block_hash in request.block_hashes]
+
+    def _lora_request(self, identity: PrefixIdentity) -> Any:
+        if identity.lora is None:
+            return None
+        key = (identity.lora.name, identity.lora.path)
+        lora_int_id = self._lora_ids.setdefault(key, len(self._lora_ids) + 1)
+        return self._code.module("lora_request").LoRARequest(
+            lora_name=identity.lora.name, lora_int_id=lora_int_id, lora_path=identity.lora.path
+        )
 
     def _spec_key(self, key: object) -> tuple[Any, ...]:
         if self._api.has("mm_extra_key_tag"):

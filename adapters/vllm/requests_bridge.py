@@ -54,9 +54,11 @@ def vllm_request(
     token_ids: Sequence[int],
     items: Sequence[MultiModalItem],
     block_hasher: Callable[[Any], list[Any]] | None = None,
+    **identity: Any,
 ) -> Any:
     """A ``vllm.v1.request.Request`` generating one token, built by vLLM's constructor
-    (which also runs ``block_hasher`` over the prompt's full blocks, as the engine does)."""
+    (which also runs ``block_hasher`` over the prompt's full blocks, as the engine does).
+    ``identity``: the constructor's ``lora_request``, ``cache_salt``, ``prompt_embeds``."""
     sampling_params = code.module("sampling_params").SamplingParams(max_tokens=1)
     return code.module("request").Request(
         request_id=request_id,
@@ -65,6 +67,7 @@ def vllm_request(
         pooling_params=None,
         mm_features=[vllm_feature(code, item) for item in items],
         block_hasher=block_hasher,
+        **identity,
     )
 
 

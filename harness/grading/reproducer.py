@@ -77,6 +77,7 @@ _MODES: Mapping[tuple[str, str], str] = {
     ("encoder", "encode"): "opaque-arrays",
     ("encoder", "encode_batch"): "opaque-arrays",
     ("block_hasher", "request_block_hashes"): "opaque-strings",
+    ("block_hasher", "request_block_hashes_with"): "opaque-strings",
     ("encoder_cache_manager", "freeable"): "ordered",
 }
 #: Components whose results are checked only when the reference stands behind them:

@@ -2,7 +2,8 @@
 
 Some properties ask more of a component when it offers more (the differential checks
 run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
-manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``): the child
+manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; PFX-7 and PFX-8
+when the block hasher has ``request_block_hashes_with``): the child
 reports which extension members its object has, and the grader's proxy offers exactly
 those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
@@ -11,7 +12,11 @@ from __future__ import annotations
 
 from harness.loader import protocol_members
 from properties.differential import Bfloat16Splice, MultiPrecisionEncoder
-from spec.components import EncoderCacheBookkeeping, ResettableEncoderCache
+from spec.components import (
+    EncoderCacheBookkeeping,
+    IdentityBlockHasher,
+    ResettableEncoderCache,
+)
 
 #: component -> the extension Protocols its product may meet.
 EXTENSIONS: dict[str, tuple[type, ...]] = {
@@ -19,6 +24,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "encoder": (MultiPrecisionEncoder,),
     # ECM-8 and ECM-9's optional capabilities: probed on the proxy, as in process
     "encoder_cache_manager": (ResettableEncoderCache, EncoderCacheBookkeeping),
+    # PFX-7 and PFX-8's optional capability
+    "block_hasher": (IdentityBlockHasher,),
 }
 
 
