@@ -19,6 +19,7 @@ from properties import (  # noqa: F401
     engine_machine,
     exp,
     hashing,
+    hashing_uuid,
     prefix,
     prefix_identity,
     scheduling,

@@ -1,4 +1,4 @@
-"""Content identity (HASH-1..5): ``mm_hash`` is the sha256 of a framed serialization.
+"""Content identity (HASH-1..5, 7, 8): ``mm_hash`` is the sha256 of a framed serialization.
 
 Every value is written as a *frame*: a one-byte type tag, an 8-byte big-endian payload
 length, then the payload. Containers frame each element, so no two different
@@ -32,6 +32,7 @@ _TAG_LIST = b"L"
 _TAG_TUPLE = b"T"
 _TAG_DICT = b"D"
 _TAG_ITEM = b"H"  # the top-level (data, options) pair
+_TAG_UUID = b"U"  # the top-level (request-supplied uuid, options) pair (HASH-8)
 
 
 def frame(tag: bytes, payload: bytes) -> bytes:
@@ -102,4 +103,31 @@ class Hasher:
                 f"options must be a mapping of str to values, got {type(options).__name__}"
             )
         framed = frame(_TAG_ITEM, serialize(data) + _serialize_mapping(options))
+        return hashlib.sha256(framed).hexdigest()
+
+    def item_identifier(
+        self,
+        data: HashInput | None,
+        options: Mapping[str, HashInput] | None,
+        uuid: str | None,
+    ) -> str:
+        """The content hash without a ``uuid``; with one, the sha256 of the framed
+        ``(uuid, options)`` pair under a tag of its own (HASH-7, HASH-8). The data is
+        not read: the client promises one uuid names one content, and may omit data
+        the engine holds. The tag keeps a uuid from ever naming a content hash — a
+        client that sends another item's content hash as its uuid gets an identifier
+        of its own, not that item's cache entry."""
+        if uuid is None:
+            if data is None:
+                raise InvalidInputError("an item needs its data or a uuid")
+            return self.hash_item(data, options)
+        if not isinstance(uuid, str) or not uuid:
+            raise InvalidInputError(f"a uuid must be a non-empty str, got {uuid!r}")
+        if options is None:
+            options = {}
+        if not isinstance(options, Mapping):
+            raise InvalidInputError(
+                f"options must be a mapping of str to values, got {type(options).__name__}"
+            )
+        framed = frame(_TAG_UUID, serialize(uuid) + _serialize_mapping(options))
         return hashlib.sha256(framed).hexdigest()

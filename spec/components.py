@@ -58,6 +58,25 @@ class Hasher(Protocol):
 
 
 @runtime_checkable
+class RequestIdentifiedHasher(Protocol):
+    """Optional capability of a ``Hasher`` (HASH-7, HASH-8): the identifier of an item
+    whose request may supply one (vLLM's ``multi_modal_uuids``, the chat API's per-part
+    ``uuid``), as ``ProcessorInputs.get_mm_hashes`` computes it. Without it those
+    clauses are "not provided"."""
+
+    def item_identifier(
+        self,
+        data: HashInput | None,
+        options: Mapping[str, HashInput] | None,
+        uuid: str | None,
+    ) -> str:
+        """``hash_item(data, options)`` when ``uuid`` is None; otherwise an identifier of
+        the request-supplied ``uuid`` and the options, whatever ``data`` is (a request
+        may omit the data of an item whose uuid the engine holds: ``data=None``)."""
+        ...
+
+
+@runtime_checkable
 class Encoder(Protocol):
     """The toy encoder (ENC): deterministic, seeded from the content, counts calls.
     Built from ``hidden_size``."""

@@ -191,3 +191,16 @@ def test_bad_batch_shape_is_rejected() -> None:
 def test_bad_hidden_size(hidden_size: object, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         Encoder(hidden_size)  # type: ignore[arg-type]
+
+
+def test_a_uuid_never_names_a_content_hash() -> None:
+    """HASH-7, HASH-8: a uuid's identifier ignores the data and is tagged apart from
+    content hashes, even when the uuid is a content hash."""
+    from reference.hasher import Hasher
+
+    hasher = Hasher()
+    content = hasher.hash_item(b"image", {})
+    assert hasher.item_identifier(b"image", {}, None) == content
+    assert hasher.item_identifier(b"other", {}, content) != content
+    assert hasher.item_identifier(None, {}, "u") == hasher.item_identifier(b"x", None, "u")
+    assert hasher.item_identifier(None, {"a": 1}, "u") != hasher.item_identifier(None, {}, "u")

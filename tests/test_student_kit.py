@@ -51,13 +51,16 @@ ADAPTER = Adapter(
 
 
 def _course_rubric(folder: Path) -> Path:
-    """The default rubric with its last item hidden and renamed."""
+    """The default rubric with its encoder-cache reset item (graded by ``ONLY``'s
+    EncoderCacheMachine) hidden and renamed."""
     text = (ROOT / "rubrics" / "default.toml").read_text(encoding="utf-8")
-    last = text.rindex("[[items]]")
-    tail = re.sub(r'name = "[^"]*"', f'name = "{HIDDEN_NAME}"', text[last:], count=1)
-    tail = tail.replace('visibility = "visible"', 'visibility = "hidden"', 1)
+    start = text.index('[[items]]\nname = "Encoder cache, optional: reset')
+    end = text.find("[[items]]", start + 1)
+    end = len(text) if end < 0 else end
+    item = re.sub(r'name = "[^"]*"', f'name = "{HIDDEN_NAME}"', text[start:end], count=1)
+    item = item.replace('visibility = "visible"', 'visibility = "hidden"', 1)
     rubric = folder / "course.toml"
-    rubric.write_text(text[:last] + tail, encoding="utf-8")
+    rubric.write_text(text[:start] + item + text[end:], encoding="utf-8")
     return rubric
 
 

@@ -67,6 +67,8 @@ MODULES: dict[str, str] = {
     "multimodal": "vllm.multimodal",
     "mm_processing": "vllm.multimodal.processing",
     "lora_request": "vllm.lora.request",
+    "mm_parse": "vllm.multimodal.parse",
+    "mm_processing_inputs": "vllm.multimodal.processing.inputs",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -75,7 +77,7 @@ _REQUEST_ROLES = ("request", "inputs", "sampling_params")
 ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "encoder_cache_manager": (*_REQUEST_ROLES, "encoder_cache_manager"),
     "scheduling_hook": (*_REQUEST_ROLES, "encoder_cache_manager", "scheduler"),
-    "hasher": ("hasher",),
+    "hasher": ("hasher", "mm_parse", "mm_processing_inputs"),
     "splice": ("models_utils",),
     "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
     "engine_loop": (

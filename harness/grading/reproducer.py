@@ -74,6 +74,7 @@ _CHECKOUT_ROOT = IMPORT_ROOT
 #: How results of each (component, member) are compared; the default is "exact".
 _MODES: Mapping[tuple[str, str], str] = {
     ("hasher", "hash_item"): "opaque",
+    ("hasher", "item_identifier"): "opaque",
     ("encoder", "encode"): "opaque-arrays",
     ("encoder", "encode_batch"): "opaque-arrays",
     ("block_hasher", "request_block_hashes"): "opaque-strings",

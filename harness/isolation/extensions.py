@@ -3,7 +3,8 @@
 Some properties ask more of a component when it offers more (the differential checks
 run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
 manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; PFX-7 and PFX-8
-when the block hasher has ``request_block_hashes_with``): the child
+when the block hasher has ``request_block_hashes_with``; HASH-7 and HASH-8 when the
+hasher has ``item_identifier``): the child
 reports which extension members its object has, and the grader's proxy offers exactly
 those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
@@ -15,6 +16,7 @@ from properties.differential import Bfloat16Splice, MultiPrecisionEncoder
 from spec.components import (
     EncoderCacheBookkeeping,
     IdentityBlockHasher,
+    RequestIdentifiedHasher,
     ResettableEncoderCache,
 )
 
@@ -26,6 +28,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "encoder_cache_manager": (ResettableEncoderCache, EncoderCacheBookkeeping),
     # PFX-7 and PFX-8's optional capability
     "block_hasher": (IdentityBlockHasher,),
+    # HASH-7 and HASH-8's
+    "hasher": (RequestIdentifiedHasher,),
 }
 
 
