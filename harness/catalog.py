@@ -20,6 +20,7 @@ from properties import (  # noqa: F401
     exp,
     hashing,
     hashing_uuid,
+    item_cache_machine,
     prefix,
     prefix_identity,
     scheduling,

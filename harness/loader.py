@@ -75,6 +75,7 @@ _SAMPLE_ARGS: dict[str, tuple[Any, ...] | None] = {
     "splice": (),
     "scheduling_hook": (SchedulerConfig(),),
     "block_hasher": (2,),
+    "item_cache": (8,),
     "worker_store": (),
     "engine_loop": None,
 }

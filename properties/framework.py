@@ -40,6 +40,7 @@ from spec.components import (
     EncoderCacheManager,
     EngineLoop,
     Hasher,
+    ItemCache,
     Processor,
     SchedulingHook,
     Splice,
@@ -55,6 +56,7 @@ ComponentName = Literal[
     "splice",
     "scheduling_hook",
     "block_hasher",
+    "item_cache",
     "worker_store",
     "engine_loop",
 ]
@@ -177,6 +179,7 @@ class Parts:
     splice: Callable[[], Splice]
     scheduling_hook: Callable[[SchedulerConfig], SchedulingHook]
     block_hasher: Callable[[int], BlockHasher]
+    item_cache: Callable[[int], ItemCache]
     worker_store: Callable[[], WorkerStore]
     engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop]
     #: component name -> the name of the implementation behind it

@@ -7,6 +7,7 @@ from reference.encoder import Encoder
 from reference.encoder_cache import EncoderCacheManager
 from reference.engine import EngineLoop
 from reference.hasher import Hasher
+from reference.item_cache import ItemCache
 from reference.prefix import BlockHasher
 from reference.processor import Processor
 from reference.scheduling import SchedulingHook
@@ -23,6 +24,7 @@ ADAPTER = Adapter(
     splice=Splice,
     scheduling_hook=SchedulingHook,
     block_hasher=BlockHasher,
+    item_cache=ItemCache,
     worker_store=WorkerStore,
     engine_loop=EngineLoop,
 )

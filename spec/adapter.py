@@ -18,6 +18,7 @@ from spec.components import (
     EncoderCacheManager,
     EngineLoop,
     Hasher,
+    ItemCache,
     Processor,
     SchedulingHook,
     Splice,
@@ -51,6 +52,7 @@ class Adapter:
     splice: Callable[[], Splice] | None = None
     scheduling_hook: Callable[[SchedulerConfig], SchedulingHook] | None = None
     block_hasher: Callable[[int], BlockHasher] | None = None
+    item_cache: Callable[[int], ItemCache] | None = None
     worker_store: Callable[[], WorkerStore] | None = None
     engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop] | None = None
     #: Capabilities the implementation declares it does not attempt (e.g. "is_embed",
@@ -70,6 +72,7 @@ COMPONENTS: tuple[tuple[str, type], ...] = (
     ("splice", Splice),
     ("scheduling_hook", SchedulingHook),
     ("block_hasher", BlockHasher),
+    ("item_cache", ItemCache),
     ("worker_store", WorkerStore),
     ("engine_loop", EngineLoop),
 )

@@ -298,6 +298,33 @@ class IdentityBlockHasher(Protocol):
 
 
 @runtime_checkable
+class ItemCache(Protocol):
+    """The front-end item cache (FIC): the API process's sender half and the engine
+    core's receiver half of vLLM's multimodal processor cache, built from one capacity in
+    bytes (an item weighs its payload's length). Each request's items pass ``send`` and
+    then ``receive``; a request dropped between the two passes ``send`` only."""
+
+    def send(self, items: list[tuple[str, bytes]]) -> list[bytes | None]:
+        """The sender: per item, its payload, or None when the engine holds its key (the
+        data is left out of the request) (FIC-1, FIC-3)."""
+        ...
+
+    def receive(self, items: list[tuple[str, bytes | None]]) -> list[bytes]:
+        """The receiver: per item, the payload sent, or for an omitted one the payload
+        held under its key; ``ItemCacheMissError`` when an omitted item is not held
+        (FIC-1, FIC-2)."""
+        ...
+
+    def invalidate(self, key: str) -> None:
+        """The sender forgets ``key`` (the engine reported it missing) (FIC-3)."""
+        ...
+
+    def clear(self) -> None:
+        """Both halves empty (the engine's ``reset_mm_cache``)."""
+        ...
+
+
+@runtime_checkable
 class WorkerStore(Protocol):
     """The worker-side embedding store (WRK): tensors keyed by ``mm_hash``."""
 

@@ -51,3 +51,9 @@ class UnknownRequestError(SpecError, KeyError):
 
 class MissingEmbeddingError(SpecError, LookupError):
     """The worker store was asked for embeddings of a hash it does not hold (WRK-5)."""
+
+
+class ItemCacheMissError(SpecError, LookupError):
+    """The engine's item cache was sent no data for an item it does not hold (FIC-2):
+    the two halves drifted. Retryable: the request is rejected, the engine lives, and
+    the front end forgets the key (``ItemCache.invalidate``) so a resend carries the data."""

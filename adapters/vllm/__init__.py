@@ -69,6 +69,7 @@ MODULES: dict[str, str] = {
     "lora_request": "vllm.lora.request",
     "mm_parse": "vllm.multimodal.parse",
     "mm_processing_inputs": "vllm.multimodal.processing.inputs",
+    "mm_cache": "vllm.multimodal.cache",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -80,6 +81,7 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "hasher": ("hasher", "mm_parse", "mm_processing_inputs"),
     "splice": ("models_utils",),
     "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
+    "item_cache": ("inputs", "config", "mm_cache"),
     "engine_loop": (
         *_REQUEST_ROLES,
         "encoder_cache_manager",
@@ -124,6 +126,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
     from .engine import engine_loop_factory
     from .hasher import VllmHasher
     from .hook import VllmSchedulingHook
+    from .item_cache import VllmItemCache
     from .prefix import VllmBlockHasher
     from .splice import VllmSplice
 
@@ -153,6 +156,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         block_hasher=provided(
             "block_hasher", lambda size: VllmBlockHasher(code, apis["block_hasher"], size)
         ),
+        item_cache=provided("item_cache", lambda capacity: VllmItemCache(code, capacity)),
         engine_loop=(
             engine_loop_factory(code, apis["engine_loop"]) if "engine_loop" in apis else None
         ),

@@ -239,6 +239,7 @@ ROWS_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "hasher": ("hasher_algorithm_arg",),
     "block_hasher": ("hash_fn_module", "mm_extra_key_offset", "mm_extra_key_tag"),
     "splice": (),
+    "item_cache": (),
     "engine_loop": ("hash_fn_module",),
 }
 

@@ -43,6 +43,7 @@ SHORT_NAMES: Mapping[str, str] = {
     "splice": "splice",
     "scheduling_hook": "hook",
     "block_hasher": "block_hasher",
+    "item_cache": "item_cache",
     "worker_store": "worker",
     "engine_loop": "engine",
 }

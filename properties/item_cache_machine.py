@@ -1,0 +1,217 @@
+"""FIC — the front-end item cache pair as a state machine (SPEC.md FIC-1..3).
+
+Requests of one to three items pass the sender (the API process) and then the receiver
+(the engine core), as vLLM passes them; some are dropped between the two (a request
+processed in the front end and rejected before it reaches the engine), and the engine
+resets both halves. Keys recur, and a key sometimes comes back with other data (a
+client reusing its uuid, HASH-7): a stale entry must not win over a payload sent
+(FIC-1). :class:`~properties.models.item_cache.ItemCacheModel` says what each item may
+resolve to and which keys may miss; every check runs at the operation that promises it.
+
+On a miss the machine does what vLLM 0.33's engine does: the request is rejected, the
+sender forgets the keys it omitted (``invalidate``), and the client sends the request
+again — which must then be served (FIC-3).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
+
+from properties.framework import (
+    Parts,
+    Runnable,
+    TransitionRecorder,
+    check,
+    clause_property,
+    machine,
+    note,
+)
+from properties.models.item_cache import ItemCacheModel
+from spec.components import ItemCache
+from spec.errors import ItemCacheMissError
+
+FIC_CLAUSES = ("FIC-1", "FIC-2", "FIC-3")
+
+#: Keys recur across requests; each has a usual payload and, sometimes, another one.
+KEYS = ("A", "B", "C", "D")
+PAYLOADS = {
+    key: (key.lower().encode() * size) for key, size in zip(KEYS, (1, 2, 2, 3), strict=True)
+}
+
+
+def _payload_of(key: str, variant: int) -> bytes:
+    """The key's usual payload (variant 0), or another of the same or another size."""
+    usual = PAYLOADS[key]
+    return usual if variant == 0 else bytes([0x30 + variant]) * max(1, len(usual) + variant - 2)
+
+
+ITEMS = st.lists(
+    st.tuples(st.sampled_from(KEYS), st.sampled_from([0, 0, 0, 1, 2, 3])),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _show(items: list[tuple[str, bytes | None]]) -> str:
+    return ", ".join(f"{k}={'(omitted)' if p is None else p!r}" for k, p in items)
+
+
+@clause_property("ItemCacheMachine", FIC_CLAUSES, subject=("item_cache",))
+def item_cache_machine(parts: Parts) -> Runnable:
+    """FIC-1..3: the pair and the model in lockstep."""
+    factory = parts.item_cache
+
+    class ItemCacheMachine(TransitionRecorder, RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.impl: ItemCache | None = None
+            self.model = ItemCacheModel(0)
+
+        @initialize(capacity=st.integers(2, 8))
+        def setup(self, capacity: int) -> None:
+            self.impl = factory(capacity)
+            self.model = ItemCacheModel(capacity)
+            note(
+                f"an item cache of {capacity} bytes in each half; usual payloads "
+                + ", ".join(f"{k}={p!r}" for k, p in PAYLOADS.items())
+            )
+
+        @property
+        def pair(self) -> ItemCache:
+            assert self.impl is not None, "setup runs first"
+            return self.impl
+
+        def _send(self, items: list[tuple[str, bytes]]) -> list[bytes | None]:
+            try:
+                sent = list(self.pair.send(items))
+            except Exception as error:  # noqa: BLE001 - judged: the sender never fails
+                check(
+                    False,
+                    "FIC-1",
+                    f"sending {_show(list(items))} raised {type(error).__name__}: {error} — "
+                    f"the front end fails the request, and fails it again on every resend",
+                )
+                raise AssertionError("unreachable") from error
+            check(
+                len(sent) == len(items),
+                "FIC-1",
+                f"the sender returned {len(sent)} items for a request of {len(items)}",
+            )
+            for (key, payload), out in zip(items, sent, strict=True):
+                check(
+                    out is None or out == payload,
+                    "FIC-1",
+                    f"the sender turned item {key}'s payload {payload!r} into {out!r}: the "
+                    f"engine would receive data the request did not carry",
+                )
+            return sent
+
+        def _receive(
+            self,
+            items: list[tuple[str, bytes]],
+            sent: list[bytes | None],
+            resend_of: list[str] | None = None,
+        ) -> list[str] | None:
+            """Receive the sent items; the keys left out of a request that missed (None:
+            served). ``resend_of``: the keys invalidated before this resend."""
+            wire = [(key, out) for (key, _), out in zip(items, sent, strict=True)]
+            try:
+                resolved = list(self.pair.receive(wire))
+            except ItemCacheMissError as error:
+                omitted = [key for key, out in wire if out is None]
+                for key, out in wire:
+                    if out is not None:
+                        self.model.maybe_received(key, out)
+                note(f"  the engine reports a miss ({error}); it rejects the request")
+                check(
+                    resend_of is None,
+                    "FIC-3",
+                    f"after the engine reported {resend_of} missing and the sender "
+                    f"invalidated them, the resend missed again: the request can never be "
+                    f"served",
+                )
+                check(
+                    any(self.model.may_miss(key) for key in omitted),
+                    "FIC-3",
+                    f"the sender omitted the data of {omitted} and the engine lacks some of "
+                    f"them, although every request since those keys were last in step "
+                    f"passed both halves: the shadow and the engine disagree without a drift",
+                )
+                return omitted
+            except Exception as error:  # noqa: BLE001 - judged: only the miss is allowed
+                check(
+                    False,
+                    "FIC-2",
+                    f"receiving {_show(wire)} raised {type(error).__name__}: {error} — an "
+                    f"item the engine lacks must be a retryable ItemCacheMissError, not an "
+                    f"error that takes the engine down",
+                )
+                raise AssertionError("unreachable") from error
+            check(
+                len(resolved) == len(items),
+                "FIC-1",
+                f"the receiver resolved {len(resolved)} items for a request of {len(items)}",
+            )
+            for (key, payload), out, got in zip(items, sent, resolved, strict=True):
+                if out is not None:
+                    check(
+                        got == payload,
+                        "FIC-1",
+                        f"item {key} was sent with its payload {payload!r}, but the receiver "
+                        f"resolved it to {got!r}: a stale entry won over the data the request "
+                        f"carried (the new placeholders are paired with the old item)",
+                    )
+                    if self.model.last_received.get(key, {payload}) != {payload}:
+                        self.reached("resend_replaces")
+                    self.model.received(key, payload)
+                else:
+                    want = self.model.last_received.get(key, set())
+                    check(
+                        got in want,
+                        "FIC-2",
+                        f"item {key} was sent without its data and resolved to {got!r}; the "
+                        f"engine was last sent {' or '.join(map(repr, sorted(want))) or 'nothing'}"
+                        f" under that key",
+                    )
+                    self.reached("omitted_hit")
+            return None
+
+        @rule(draw=ITEMS)
+        def request(self, draw: list[tuple[str, int]]) -> None:
+            """A request passes both halves; on a miss, the engine's resync and a resend."""
+            items = [(key, _payload_of(key, variant)) for key, variant in draw]
+            sent = self._send(items)
+            note(f"request {_show(list(zip((k for k, _ in items), sent, strict=True)))}")
+            missed = self._receive(items, sent)
+            if missed is None:
+                return
+            self.reached("drift_miss")
+            for key in missed:
+                self.pair.invalidate(key)
+                self.model.invalidated(key)
+            note(f"  the front end invalidates {missed}; the client resends")
+            again = self._send(items)
+            note(f"resent {_show(list(zip((k for k, _ in items), again, strict=True)))}")
+            self._receive(items, again, resend_of=missed)
+
+        @rule(draw=ITEMS)
+        def dropped_request(self, draw: list[tuple[str, int]]) -> None:
+            """Processed by the front end, rejected before the engine: the sender only."""
+            items = [(key, _payload_of(key, variant)) for key, variant in draw]
+            sent = self._send(items)
+            note(
+                f"request {_show(list(zip((k for k, _ in items), sent, strict=True)))} "
+                f"is dropped before the engine"
+            )
+            self.model.dropped([key for key, _ in items])
+
+        @precondition(lambda self: bool(self.model.last_received))
+        @rule()
+        def reset(self) -> None:
+            """The engine's ``reset_mm_cache``: both halves empty."""
+            note("reset: both halves cleared")
+            self.pair.clear()
+            self.model.cleared()
+
+    return machine(ItemCacheMachine)
