@@ -2,9 +2,10 @@
 
 Some properties ask more of a component when it offers more (the differential checks
 run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
-manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``): the child
-reports which extension members its object has, and the grader's proxy offers exactly
-those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
+manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; ECD-6 when the
+encoder-decoder cache manager has ``reset``): the child reports which extension members
+its object has, and the grader's proxy offers exactly those, so that
+``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "encoder": (MultiPrecisionEncoder,),
     # ECM-8 and ECM-9's optional capabilities: probed on the proxy, as in process
     "encoder_cache_manager": (ResettableEncoderCache, EncoderCacheBookkeeping),
+    # ECD-6's optional capability
+    "encoder_decoder_cache_manager": (ResettableEncoderCache,),
 }
 
 
