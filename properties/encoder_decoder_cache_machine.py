@@ -91,6 +91,8 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             self.impl: EncoderDecoderCacheManager | None = None
             self.model = EncoderDecoderCacheModel(0)
             self.resettable = False
+            #: requests an allocation of which was released: past their first step
+            self.released: set[str] = set()
 
         @initialize(scenario=encdec_scenarios())
         def setup(self, scenario: EncDecScenario) -> None:
@@ -171,6 +173,8 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             released = self.model.release(req.request_id, input_id)
             after = self.cache.num_free_slots
             self.reached("release" if released is not None else "redundant_release")
+            if released is not None:
+                self.released.add(req.request_id)
             label = item_label(req, input_id)
             note(said_release(label, before, after, released is not None))
             ecd2_release(label, before, after, released)
@@ -188,12 +192,17 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             after = self.cache.num_free_slots
             for _ in held:
                 self.reached("release")
+                self.released.add(rid)
             if not held:
                 self.reached("redundant_release")
             note(f"request {rid} finishes (free): num_free_slots {before} -> {after}")
             ecd2_free(rid, before, after, held)
 
         # --- rules ------------------------------------------------------------------------
+        # The releases run while something is allocated (else each would be a no-op and,
+        # as Hypothesis enables a random subset of the rules per run, they would crowd
+        # out the admissions); they still release items holding nothing, a quarter of
+        # the time, and the same requests again and again.
 
         def waiting(self) -> list[RequestView]:
             return [r for r in self.requests if not self.model.cached_input_ids(r.request_id)]
@@ -257,6 +266,7 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             note(f"{label} checks the cache: {'hit' if got else 'miss'}")
             ecd3_check_misses(label, got, before, snapshot(self.cache, self.requests))
 
+        @precondition(lambda self: bool(self.model.allocations))
         @rule(data=st.data())
         def release_listed(self, data: st.DataObject) -> None:
             """After a step: ``Scheduler._free_encoder_inputs`` releases every input
@@ -271,6 +281,7 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             for input_id in listed:
                 self.do_release(req, input_id)
 
+        @precondition(lambda self: bool(self.model.allocations))
         @rule(data=st.data())
         def free_encoder_input(self, data: st.DataObject) -> None:
             """One input released: one holding an allocation, three times in four."""
@@ -278,6 +289,7 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             aim = data.draw(st.integers(0, 3), label="aim at an allocation") > 0
             self.do_release(*pick(data, held if aim and held else self.every_item(), "item"))
 
+        @precondition(lambda self: bool(self.model.allocations))
         @rule(data=st.data())
         def free(self, data: st.DataObject) -> None:
             """A request finishes, is aborted or preempted, or fails to get KV blocks
@@ -285,6 +297,19 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
             holders = self.holders()
             aim = data.draw(st.integers(0, 3), label="aim") > 0
             self.do_free(pick(data, holders if aim and holders else list(self.requests), "request"))
+
+        @precondition(lambda self: bool(self.released))
+        @rule(data=st.data(), finishes=st.booleans())
+        def release_again(self, data: st.DataObject, finishes: bool) -> None:
+            """A request past its first step is released again: ``_free_encoder_inputs``
+            releases every input the listing names on every step (ECD-2 lets it name
+            inputs released already), and ``free`` follows when it finishes."""
+            req = self.request(pick(data, sorted(self.released), "request"))
+            note(f"the scheduler releases every input of {req.request_id} again")
+            for input_id in range(len(req.items)):
+                self.do_release(req, input_id)
+            if finishes:
+                self.do_free(req)
 
         @precondition(lambda self: len(self.holders()) >= 2)
         @rule()
