@@ -46,11 +46,17 @@ def ecd1_slots(model: EncoderDecoderCacheModel, free: int) -> None:
 
 
 def ecd1_allocation_charges(label: str, before: int, after: int, allocation: Allocation) -> None:
+    _charges_its_own("ECD-1", label, before, after, allocation, "")
+
+
+def _charges_its_own(
+    clause: str, label: str, before: int, after: int, allocation: Allocation, context: str
+) -> None:
     check(
         before - after == allocation.num_embeds,
-        "ECD-1",
-        f"allocating {label} took num_free_slots from {before} to {after}; it must charge "
-        f"its {allocation.num_embeds} embeddings",
+        clause,
+        f"allocating {label}{context} took num_free_slots from {before} to {after}; it must "
+        f"charge its own {allocation.num_embeds} embeddings",
     )
 
 
@@ -128,13 +134,10 @@ def ecd3_check_misses(
 
 
 def ecd3_allocation_is_own(label: str, before: int, after: int, allocation: Allocation) -> None:
-    check(
-        before - after == allocation.num_embeds,
-        "ECD-3",
-        f"allocating {label}, while another allocation of {allocation.mm_hash} is live, took "
-        f"num_free_slots from {before} to {after}; each allocation charges its own "
-        f"{allocation.num_embeds} embeddings",
-    )
+    """The same check as ECD-1's, for an allocation whose hash another live allocation
+    carries: a charge shared between the two is ECD-3's violation."""
+    context = f", while another allocation of {allocation.mm_hash} is live,"
+    _charges_its_own("ECD-3", label, before, after, allocation, context)
 
 
 # --- ECD-4: can_allocate is exact --------------------------------------------------------------
