@@ -16,6 +16,7 @@ from properties import (  # noqa: F401
     differential,
     encoder,
     encoder_cache_machine,
+    encoder_decoder_cache_machine,
     engine_machine,
     exp,
     hashing,

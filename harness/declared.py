@@ -6,7 +6,7 @@ row that is neither ``pass`` nor ``not provided`` and the finding behind it
 
 - ``defect``: reachable through the engine's own callers, with an effect a user sees;
 - ``hazard``: the component breaks its contract, but no caller in that release reaches
-  it (``why`` names the guard).
+  it, or none with an effect a user sees (``why`` names the guard).
 
 (A *withdrawn* finding has no row: its clause was fixed, and the release passes it.)
 

@@ -72,6 +72,7 @@ _SAMPLE_ARGS: dict[str, tuple[Any, ...] | None] = {
     "hasher": (),
     "encoder": (4,),
     "encoder_cache_manager": (8,),
+    "encoder_decoder_cache_manager": (8,),
     "splice": (),
     "scheduling_hook": (SchedulerConfig(),),
     "block_hasher": (2,),

@@ -38,6 +38,7 @@ from spec.components import (
     BlockHasher,
     Encoder,
     EncoderCacheManager,
+    EncoderDecoderCacheManager,
     EngineLoop,
     Hasher,
     ItemCache,
@@ -53,6 +54,7 @@ ComponentName = Literal[
     "hasher",
     "encoder",
     "encoder_cache_manager",
+    "encoder_decoder_cache_manager",
     "splice",
     "scheduling_hook",
     "block_hasher",
@@ -176,6 +178,7 @@ class Parts:
     hasher: Callable[[], Hasher]
     encoder: Callable[[int], Encoder]
     encoder_cache_manager: Callable[[int], EncoderCacheManager]
+    encoder_decoder_cache_manager: Callable[[int], EncoderDecoderCacheManager]
     splice: Callable[[], Splice]
     scheduling_hook: Callable[[SchedulerConfig], SchedulingHook]
     block_hasher: Callable[[int], BlockHasher]

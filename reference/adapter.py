@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from reference.encoder import Encoder
 from reference.encoder_cache import EncoderCacheManager
+from reference.encoder_decoder_cache import EncoderDecoderCacheManager
 from reference.engine import EngineLoop
 from reference.hasher import Hasher
 from reference.item_cache import ItemCache
@@ -21,6 +22,7 @@ ADAPTER = Adapter(
     hasher=Hasher,
     encoder=Encoder,
     encoder_cache_manager=EncoderCacheManager,
+    encoder_decoder_cache_manager=EncoderDecoderCacheManager,
     splice=Splice,
     scheduling_hook=SchedulingHook,
     block_hasher=BlockHasher,

@@ -16,6 +16,7 @@ from spec.components import (
     BlockHasher,
     Encoder,
     EncoderCacheManager,
+    EncoderDecoderCacheManager,
     EngineLoop,
     Hasher,
     ItemCache,
@@ -49,6 +50,7 @@ class Adapter:
     hasher: Callable[[], Hasher] | None = None
     encoder: Callable[[int], Encoder] | None = None
     encoder_cache_manager: Callable[[int], EncoderCacheManager] | None = None
+    encoder_decoder_cache_manager: Callable[[int], EncoderDecoderCacheManager] | None = None
     splice: Callable[[], Splice] | None = None
     scheduling_hook: Callable[[SchedulerConfig], SchedulingHook] | None = None
     block_hasher: Callable[[int], BlockHasher] | None = None
@@ -69,6 +71,7 @@ COMPONENTS: tuple[tuple[str, type], ...] = (
     ("hasher", Hasher),
     ("encoder", Encoder),
     ("encoder_cache_manager", EncoderCacheManager),
+    ("encoder_decoder_cache_manager", EncoderDecoderCacheManager),
     ("splice", Splice),
     ("scheduling_hook", SchedulingHook),
     ("block_hasher", BlockHasher),

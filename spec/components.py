@@ -181,12 +181,83 @@ class EncoderCacheManager(Protocol):
 
 @runtime_checkable
 class ResettableEncoderCache(Protocol):
-    """Optional capability of an ``EncoderCacheManager`` (ECM-9): vLLM's ``reset``, which
+    """Optional capability of an ``EncoderCacheManager`` (ECM-9) and of an
+    ``EncoderDecoderCacheManager`` (ECD-6): vLLM's ``reset``, which
     ``Scheduler.reset_encoder_cache`` calls when model weights change."""
 
     def reset(self) -> None:
-        """Forget every entry and reference: nothing held, freeable or referenced, every
-        slot free; afterwards the manager behaves as a fresh one of the same size."""
+        """Forget every entry, reference and allocation: every slot free; afterwards the
+        manager behaves as a fresh one of the same size."""
+        ...
+
+
+@runtime_checkable
+class EncoderDecoderCacheManager(Protocol):
+    """The encoder-decoder cache manager (ECD), vLLM's ``EncoderDecoderCacheManager``:
+    the scheduler-side budget of the encoder outputs of a cross-attention model
+    (Whisper), each computed at its request's first step, consumed in that step (into
+    the cross-attention KV) and dropped by the worker one step later. Units are
+    embeddings. Built from ``cache_size``.
+
+    A component of its own, not :class:`EncoderCacheManager` with a capability flag:
+    nothing is shared or kept, so the observable state ECM judges (``cached``,
+    ``freeable``, ``num_freeable_slots``) does not exist — vLLM's subclass never sets
+    it; what the worker is told to drop follows the step, not eviction (ECD-5 against
+    ECM-7); and an engine has both — vLLM's ``Scheduler`` picks one per model
+    (``model_config.is_encoder_decoder``) — so one adapter provides both factories, and
+    an adapter without this one reports ECD "not provided". The methods are
+    ``EncoderCacheManager``'s, which the scheduler calls on either.
+
+    Observable state: ``num_free_slots`` (the cache size less the embeddings of the
+    allocations not yet released, ECD-1). An *allocation* is one ``allocate(r, i)``; it
+    is the request's own, whatever hash it carries (ECD-3).
+
+    Optional capability: ``reset()`` (:class:`ResettableEncoderCache`, ECD-6); without it
+    ECD-6 is "not provided".
+    """
+
+    @property
+    def cache_size(self) -> int: ...
+
+    @property
+    def num_free_slots(self) -> int: ...
+
+    def check_and_update_cache(self, request: RequestView, input_id: int) -> bool:
+        """Always False, and changes nothing: encoder outputs are never shared (ECD-3)."""
+        ...
+
+    def can_allocate(
+        self,
+        request: RequestView,
+        input_id: int,
+        encoder_compute_budget: int,
+        num_embeds_to_schedule: int,
+    ) -> bool:
+        """Whether the item fits the budget and, with ``num_embeds_to_schedule`` already
+        planned, the free slots; changes nothing (ECD-4)."""
+        ...
+
+    def allocate(self, request: RequestView, input_id: int) -> None:
+        """Charge the item's embeddings to the request (after ``can_allocate``, ECD-1)."""
+        ...
+
+    def free_encoder_input(self, request: RequestView, input_id: int) -> None:
+        """Release the request's allocation of the item if it holds one not yet
+        released; otherwise nothing (ECD-2)."""
+        ...
+
+    def free(self, request: RequestView) -> None:
+        """Release every allocation the request holds (finish, abort, preemption)."""
+        ...
+
+    def get_cached_input_ids(self, request: RequestView) -> set[int]:
+        """The request's items holding an unreleased allocation (others may be listed:
+        releasing them changes nothing, ECD-2)."""
+        ...
+
+    def get_freed_mm_hashes(self) -> list[str]:
+        """Drain, once per step after its allocations: every hash allocated in the step
+        before this one (ECD-5)."""
         ...
 
 

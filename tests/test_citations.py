@@ -13,7 +13,7 @@ import pytest
 from spec.clauses import load_clauses
 
 ROOT = Path(__file__).resolve().parents[1]
-FAMILIES = "EXP|HASH|ENC|ECM|SPL|SCH|PFX|WRK|DIFF|SYS"
+FAMILIES = "EXP|HASH|ENC|ECM|ECD|SPL|SCH|PFX|WRK|DIFF|SYS"
 CLAUSE_ID = re.compile(rf"\b(?:{FAMILIES})-\d+\b")
 #: A path into the repository: a top-level folder, then a file with an extension.
 TOP = (

@@ -121,6 +121,25 @@ def test_the_tree_under_test_is_what_runs(version: str) -> None:
     assert resolved == EXPECTED_API[version]
 
 
+_REPRO_V20 = ROOT / "adapters" / "vllm" / "repro_encdec_slots.py"
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_v20_the_schedulers_own_calls_push_the_free_slots_past_the_cache(version: str) -> None:
+    """Finding V20 through vLLM's own Scheduler methods (docs/findings.md): a request's
+    encoder input of 4 embeddings, a cache of 8. ``_free_encoder_inputs`` after each of
+    five steps credits the input again, and ``free`` at its finish once more; the step
+    after, the compute budget alone bounds what is allocated (the hazard's guard)."""
+    tree = vllm_tree(version)
+    completed = subprocess.run([sys.executable, str(_REPRO_V20)], cwd=ROOT,
+                               env=child_env(tree), capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    facts = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert facts["free_slots"] == [8, 4, 8, 12, 16, 20, 24, 28]
+    assert facts["admitted"] == ["r2", "r3"]
+    assert facts["embeds_allocated_next_step"] <= facts["cache_size"]
+
+
 def test_a_path_that_is_no_vllm_tree_is_refused(tmp_path: Path) -> None:
     completed = subprocess.run(
         [sys.executable, "-c", "import adapters.vllm"], cwd=ROOT, env=child_env(tmp_path),
@@ -179,6 +198,15 @@ MUTATIONS = (
         defect="freed = list(self.freed)",
         clause="ECM-7",
         property="EncoderCacheMachine",
+    ),
+    Mutation(
+        name="encoder-decoder cache manager: the drain before #32789 (vLLM #31577), the "
+        "step's own allocations reported",
+        file="vllm/v1/core/encoder_cache_manager.py",
+        original="        return to_free\n",
+        defect="        return self.to_free\n",
+        clause="ECD-5",
+        property="EncoderDecoderCacheMachine",
     ),
 )
 

@@ -5,11 +5,12 @@
 
 1. fetches each pinned release (``adapters/sglang/fetch.py``);
 2. runs the clauses of the components the adapter provides — PFX (the block hasher),
-   SPL and DIFF-1..3 (the splice) — in a process per release (``MMSPEC_SGLANG_SRC``),
+   SPL and DIFF-1..3 (the splice) — and ECD, whose component SGLang has no counterpart
+   of (declared ``not provided``), in a process per release (``MMSPEC_SGLANG_SRC``),
    saving ``reports/sglang/<version>.json`` and the full report ``<version>.txt``;
 3. compares: every row must have its declared verdict (``pass`` when undeclared), and
    the components must be the declared ones, so a new failure, a finding that stops
-   failing, or a component that stops being provided turns the job red;
+   failing, or a component that stops (or starts) being provided turns the job red;
 4. runs ``tests/test_sglang_adapter.py`` with ``MMSPEC_REQUIRE_SGLANG=1`` (the proof that
    the code under test never touches the torchvision shim, and S1's reproducer,
    ``repro_pad_collision.py``, run on each release's code alone as declared).
@@ -41,6 +42,7 @@ PINNED = ("0.5.23", "0.5.22", "0.5.3")
 CLAUSES = (
     "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6",
     "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
+    "ECD-1", "ECD-2", "ECD-3", "ECD-4", "ECD-5", "ECD-6",
 )
 EXPECTED_DIR = HERE / "expected"
 REPORTS = ROOT / "reports" / "sglang"
@@ -73,6 +75,7 @@ def compare(version: str, saved: Path) -> list[str]:
     declared: Any = json.loads((EXPECTED_DIR / f"{version}.json").read_text(encoding="utf-8"))
     expected = {(r["clause"], r["property"]): r["verdict"] for r in declared["expected"]}
     expected |= {(r["clause"], r["property"]): r["verdict"] for r in declared["no_equivalent"]}
+    expected |= {(r["clause"], r["property"]): r["verdict"] for r in declared["not_provided"]}
     try:
         run = load_verdicts(saved)
     except Exception as e:  # noqa: BLE001 - a run that saved nothing is a difference

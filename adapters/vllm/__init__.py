@@ -10,6 +10,9 @@ between releases are translated from one table (:mod:`adapters.vllm.versions`).
 component                vLLM code
 =======================  ===============================================================
 encoder_cache_manager    ``vllm.v1.core.encoder_cache_manager.EncoderCacheManager``
+encoder_decoder_cache_   ``vllm.v1.core.encoder_cache_manager.EncoderDecoderCacheManager``
+manager                  (the cross-attention models'; not provided by a release
+                         without the class)
 scheduling_hook          ``Scheduler._try_schedule_encoder_inputs`` (on a ``Scheduler``
                          shell), ``compute_mm_encoder_budget``
 hasher                   ``vllm.multimodal.hasher.MultiModalHasher.hash_kwargs``
@@ -77,6 +80,7 @@ _REQUEST_ROLES = ("request", "inputs", "sampling_params")
 #: The roles each component needs (``hashing``/``utils``: see row hash_fn_module).
 ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "encoder_cache_manager": (*_REQUEST_ROLES, "encoder_cache_manager"),
+    "encoder_decoder_cache_manager": (*_REQUEST_ROLES, "encoder_cache_manager"),
     "scheduling_hook": (*_REQUEST_ROLES, "encoder_cache_manager", "scheduler"),
     "hasher": ("hasher", "mm_parse", "mm_processing_inputs"),
     "splice": ("models_utils",),
@@ -123,6 +127,7 @@ def _missing_roles(code: VllmCode, component: str) -> list[str]:
 
 def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str], dict[str, Api]]:
     from .cache import VllmEncoderCacheManager
+    from .encdec_cache import VllmEncoderDecoderCacheManager, has_encoder_decoder_cache
     from .engine import engine_loop_factory
     from .hasher import VllmHasher
     from .hook import VllmSchedulingHook
@@ -137,6 +142,11 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         if missing:
             reasons[component] = "; ".join(code.errors[role] for role in missing)
             continue
+        if component == "encoder_decoder_cache_manager" and not has_encoder_decoder_cache(code):
+            reasons[component] = (
+                f"{MODULES['encoder_cache_manager']} has no EncoderDecoderCacheManager"
+            )
+            continue
         apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[component])
 
     def provided(component: str, factory: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -149,6 +159,10 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         name=source.describe(),
         encoder_cache_manager=provided(
             "encoder_cache_manager", lambda size: VllmEncoderCacheManager(code, size)
+        ),
+        encoder_decoder_cache_manager=provided(
+            "encoder_decoder_cache_manager",
+            lambda size: VllmEncoderDecoderCacheManager(code, size),
         ),
         scheduling_hook=provided("scheduling_hook", scheduling_hook),
         hasher=provided("hasher", lambda: VllmHasher(code, apis["hasher"])),

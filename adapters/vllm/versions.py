@@ -229,6 +229,7 @@ API_CHANGES: tuple[ApiChange, ...] = (
 #: its module failed to import only matters to the components that use it).
 ROWS_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "encoder_cache_manager": ("encoder_units",),
+    "encoder_decoder_cache_manager": ("encoder_units",),
     "scheduling_hook": (
         "encoder_units",
         "hook_shift",

@@ -40,6 +40,7 @@ SHORT_NAMES: Mapping[str, str] = {
     "hasher": "hasher",
     "encoder": "encoder",
     "encoder_cache_manager": "cache",
+    "encoder_decoder_cache_manager": "encdec_cache",
     "splice": "splice",
     "scheduling_hook": "hook",
     "block_hasher": "block_hasher",

@@ -2,11 +2,11 @@
 
 Some properties ask more of a component when it offers more (the differential checks
 run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
-manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; PFX-7 and PFX-8
-when the block hasher has ``request_block_hashes_with``; HASH-7 and HASH-8 when the
-hasher has ``item_identifier``): the child
-reports which extension members its object has, and the grader's proxy offers exactly
-those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
+manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; ECD-6 when the
+encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
+``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``):
+the child reports which extension members its object has, and the grader's proxy offers
+exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "block_hasher": (IdentityBlockHasher,),
     # HASH-7 and HASH-8's
     "hasher": (RequestIdentifiedHasher,),
+    # ECD-6's optional capability
+    "encoder_decoder_cache_manager": (ResettableEncoderCache,),
 }
 
 
