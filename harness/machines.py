@@ -14,6 +14,9 @@ Hypothesis shrinks it to a minimal program of the machine's rules, narrated. Set
 the caller's (``TestMyCache.settings = settings(max_examples=...)``, or a loaded
 Hypothesis profile).
 
+``item_cache(factory)`` is FIC-1..3's machine the same way, over the front-end item
+cache pair (``spec.components.ItemCache``).
+
 Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
 ``bookkeeping`` (ECM-8's ``tracked_request_ids()``/``tracked_mm_hashes()``). ``True``
 requires them (a factory whose product lacks one is refused before any example runs),
@@ -33,8 +36,9 @@ from harness.loader import REFERENCE_REF, build_parts, load_adapter
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
 from properties.engine_machine import engine_machine
+from properties.item_cache_machine import item_cache_machine
 from spec.adapter import Adapter, EngineParts
-from spec.components import EncoderCacheManager, EngineLoop
+from spec.components import EncoderCacheManager, EngineLoop, ItemCache
 from spec.types import EngineConfig
 
 
@@ -83,6 +87,13 @@ def encoder_cache(
         name="encoder_cache", encoder_cache_manager=_with_capabilities(factory, reset, bookkeeping)
     )
     return _machine_class(encoder_cache_machine(build_parts(adapter, None)).machine_class)
+
+
+def item_cache(factory: Callable[[int], ItemCache]) -> type[RuleBasedStateMachine]:
+    """FIC-1..3's machine (``ItemCacheMachine``) over ``factory(capacity_in_bytes)``: the
+    front-end item cache pair (``spec.components.ItemCache``)."""
+    adapter = Adapter(name="item_cache", item_cache=factory)
+    return _machine_class(item_cache_machine(build_parts(adapter, None)).machine_class)
 
 
 def engine(

@@ -6,6 +6,7 @@ Installed from the wheel only; in a checkout, import ``harness.machines``."""
 from mmspec.harness.machines import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
     encoder_cache,  # (the wheel has mmspec.harness; a checkout has harness/ instead)
     engine,
+    item_cache,
 )
 
-__all__ = ["encoder_cache", "engine"]
+__all__ = ["encoder_cache", "engine", "item_cache"]

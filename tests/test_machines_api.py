@@ -57,3 +57,20 @@ def test_the_engine_machine_takes_an_engine_loop_factory() -> None:
     assert result.wasSuccessful(), result.failures + result.errors
     with pytest.raises(TypeError, match="not components of the engine: splice"):
         engine(EngineLoop, splice=object)
+
+
+def test_the_item_cache_machine_takes_a_pair_factory() -> None:
+    """FIC-1..3 as a library: the reference pair passes, vLLM 0.22.1's stale receiver
+    (zoo fic_stale_entry_wins) raises FIC-1's violation."""
+    from adapters.zoo.fic_stale_entry_wins import StaleWinsItemCache
+    from harness.machines import item_cache
+    from reference.item_cache import ItemCache
+
+    result = _run(item_cache(ItemCache))
+    assert result.wasSuccessful(), result.failures + result.errors
+    machine = item_cache(StaleWinsItemCache)
+    machine.TestCase.settings = settings(max_examples=1000, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "FIC-1"
