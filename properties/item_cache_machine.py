@@ -15,6 +15,8 @@ again — which must then be served (FIC-3).
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
@@ -57,6 +59,12 @@ def _show(items: list[tuple[str, bytes | None]]) -> str:
     return ", ".join(f"{k}={'(omitted)' if p is None else p!r}" for k, p in items)
 
 
+def _never_raises(clause: str, call: str, error: Exception, why: str) -> NoReturn:
+    """``call`` raised ``error`` where ``clause`` allows no error."""
+    check(False, clause, f"{call} raised {type(error).__name__}: {error} — {why}")
+    raise AssertionError("unreachable") from error
+
+
 @clause_property("ItemCacheMachine", FIC_CLAUSES, subject=("item_cache",))
 def item_cache_machine(parts: Parts) -> Runnable:
     """FIC-1..3: the pair and the model in lockstep."""
@@ -86,13 +94,12 @@ def item_cache_machine(parts: Parts) -> Runnable:
             try:
                 sent = list(self.pair.send(items))
             except Exception as error:  # noqa: BLE001 - judged: the sender never fails
-                check(
-                    False,
+                _never_raises(
                     "FIC-1",
-                    f"sending {_show(list(items))} raised {type(error).__name__}: {error} — "
-                    f"the front end fails the request, and fails it again on every resend",
+                    f"sending {_show(list(items))}",
+                    error,
+                    "the front end fails the request, and fails it again on every resend",
                 )
-                raise AssertionError("unreachable") from error
             check(
                 len(sent) == len(items),
                 "FIC-1",
@@ -140,14 +147,13 @@ def item_cache_machine(parts: Parts) -> Runnable:
                 )
                 return omitted
             except Exception as error:  # noqa: BLE001 - judged: only the miss is allowed
-                check(
-                    False,
+                _never_raises(
                     "FIC-2",
-                    f"receiving {_show(wire)} raised {type(error).__name__}: {error} — an "
-                    f"item the engine lacks must be a retryable ItemCacheMissError, not an "
-                    f"error that takes the engine down",
+                    f"receiving {_show(wire)}",
+                    error,
+                    "an item the engine lacks must be a retryable ItemCacheMissError, not an "
+                    "error that takes the engine down",
                 )
-                raise AssertionError("unreachable") from error
             check(
                 len(resolved) == len(items),
                 "FIC-1",

@@ -96,14 +96,7 @@ class Hasher:
     """
 
     def hash_item(self, data: HashInput, options: Mapping[str, HashInput] | None = None) -> str:
-        if options is None:
-            options = {}
-        if not isinstance(options, Mapping):
-            raise InvalidInputError(
-                f"options must be a mapping of str to values, got {type(options).__name__}"
-            )
-        framed = frame(_TAG_ITEM, serialize(data) + _serialize_mapping(options))
-        return hashlib.sha256(framed).hexdigest()
+        return _digest(_TAG_ITEM, serialize(data), options)
 
     def item_identifier(
         self,
@@ -123,11 +116,16 @@ class Hasher:
             return self.hash_item(data, options)
         if not isinstance(uuid, str) or not uuid:
             raise InvalidInputError(f"a uuid must be a non-empty str, got {uuid!r}")
-        if options is None:
-            options = {}
-        if not isinstance(options, Mapping):
-            raise InvalidInputError(
-                f"options must be a mapping of str to values, got {type(options).__name__}"
-            )
-        framed = frame(_TAG_UUID, serialize(uuid) + _serialize_mapping(options))
-        return hashlib.sha256(framed).hexdigest()
+        return _digest(_TAG_UUID, serialize(uuid), options)
+
+
+def _digest(tag: bytes, named: bytes, options: Mapping[str, HashInput] | None) -> str:
+    """sha256 of the framed pair of what names the item (its data, or its uuid) and the
+    processor options; ``None`` is no options, as ``{}`` (HASH-5)."""
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping):
+        raise InvalidInputError(
+            f"options must be a mapping of str to values, got {type(options).__name__}"
+        )
+    return hashlib.sha256(frame(tag, named + _serialize_mapping(options))).hexdigest()
