@@ -159,8 +159,10 @@ def engine_machine(parts: Parts) -> Runnable:
             self.idle_order: dict[str, int] = {}
             self.idle_clock = 0
             self.fresh_prompts: st.SearchStrategy[Prompt] = st.just(())
-            #: whether ``evict_and_reencode`` ran (once per run)
+            #: whether ``evict_and_reencode`` ran (once per run), and whether the
+            #: scenario has an (A, B, X) for it (before any image is held)
             self.aimed_reencode = False
+            self.can_reencode = False
 
         # --- setup -----------------------------------------------------------------------
 
@@ -181,6 +183,7 @@ def engine_machine(parts: Parts) -> Runnable:
             note(said_engine(config))
             for image in self.images.values():
                 note(said_image(image))
+            self.can_reencode = bool(reencode_triples(config, self.images, ()))
             # SYS-9 on fixed requests and configs, drawn from nothing, so that the
             # machine's test cases (and the shrunk counterexamples) stay what they were
             sys9_malformed_rejected(self.eng)
@@ -242,13 +245,17 @@ def engine_machine(parts: Parts) -> Runnable:
                     added.append(request_id)
             return multiple(*added)
 
-        # Once per run, for the shrinker (docs/time_to_catch.md): it leaves the engine
-        # busy, a drain leaves it idle again, and idle with no request ids to abort this
-        # is the first rule valid, so a step whose choices are zeroed becomes it. Failing
-        # programs shrank to aim-then-drain cycles (11 choices) that no deletion pass
-        # removes (sys_preempt_skips_output_kv: 9 steps). One aim reaches its eviction
-        # and re-allocation; a second reaches the same situation again.
-        @precondition(lambda self: not self.model.live and not self.aimed_reencode)
+        # Once per run, and only where the scenario has a triple, for the shrinker
+        # (docs/time_to_catch.md): it leaves the engine busy, a drain leaves it idle
+        # again, and idle with no request ids to abort this is the first rule valid, so
+        # a step whose choices are zeroed becomes it. Failing programs shrank to
+        # aim-then-drain cycles (11 choices) that no deletion pass removes
+        # (sys_preempt_skips_output_kv: 9 steps), or kept an aim that found no triple
+        # and did nothing. One aim reaches its eviction and re-allocation; a second
+        # reaches the same situation again.
+        @precondition(
+            lambda self: not self.model.live and not self.aimed_reencode and self.can_reencode
+        )
         @rule(data=st.data())
         def evict_and_reencode(self, data: st.DataObject) -> None:
             """Aim at an eviction and a re-allocation of the same entry in one step.
