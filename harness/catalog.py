@@ -18,6 +18,7 @@ from properties import (  # noqa: F401
     encoder_cache_machine,
     encoder_decoder_cache_machine,
     engine_machine,
+    engine_reset_machine,
     exp,
     hashing,
     hashing_uuid,

@@ -15,7 +15,9 @@ the caller's (``TestMyCache.settings = settings(max_examples=...)``, or a loaded
 Hypothesis profile).
 
 ``item_cache(factory)`` is FIC-1..3's machine the same way, over the front-end item
-cache pair (``spec.components.ItemCache``).
+cache pair (``spec.components.ItemCache``); ``engine_resets(factory)`` SYS-1..12's
+``EngineResetMachine``, over an engine loop with the optional resets
+(``ResettableEngine``) and/or weight updates (``WeightUpdatableEngine``).
 
 Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
 ``bookkeeping`` (ECM-8's ``tracked_request_ids()``/``tracked_mm_hashes()``). ``True``
@@ -36,6 +38,12 @@ from harness.loader import REFERENCE_REF, build_parts, load_adapter
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
 from properties.engine_machine import engine_machine
+from properties.engine_reset_machine import (
+    engine_reset_machine_class,
+    resets_probe,
+    weights_probe,
+)
+from properties.framework import Parts, machine
 from properties.item_cache_machine import item_cache_machine
 from spec.adapter import Adapter, EngineParts
 from spec.components import EncoderCacheManager, EngineLoop, ItemCache
@@ -103,6 +111,29 @@ def engine(
     """SYS-1..10's machine (``EngineMachine``) over ``factory(config, parts)``; the
     components it is handed are ``components`` (``hasher=...``, ``encoder=...``, ...)
     where given, the reference's elsewhere."""
+    return _machine_class(engine_machine(_engine_parts(factory, components)).machine_class)
+
+
+def engine_resets(
+    factory: Callable[[EngineConfig, EngineParts], EngineLoop],
+    **components: Callable[..., Any],
+) -> type[RuleBasedStateMachine]:
+    """SYS-1..12's machine (``EngineResetMachine``) over ``factory(config, parts)``: the
+    engine machine with ``reset_encoder_cache``/``reset_prefix_cache`` (SYS-11) and
+    ``update_weights`` (SYS-12) between steps, whichever the engine has; an engine with
+    neither is refused."""
+    parts = _engine_parts(factory, components)
+    no_resets, no_updates = resets_probe(parts), weights_probe(parts)
+    if no_resets and no_updates:
+        raise TypeError(f"engine_resets needs resets or weight updates: {no_resets}; {no_updates}")
+    built = engine_reset_machine_class(parts, no_resets is None, no_updates is None)
+    return _machine_class(machine(built).machine_class)
+
+
+def _engine_parts(
+    factory: Callable[[EngineConfig, EngineParts], EngineLoop],
+    components: dict[str, Callable[..., Any]],
+) -> Parts:
     known = {"hasher", "encoder", "encoder_cache_manager", "scheduling_hook", "block_hasher",
              "worker_store"}
     unknown = sorted(set(components) - known)
@@ -111,7 +142,7 @@ def engine(
     adapter: Any = Adapter(name="engine", engine_loop=factory)
     adapter = dataclasses.replace(adapter, **components)
     reference = load_adapter(REFERENCE_REF).adapter
-    return _machine_class(engine_machine(build_parts(adapter, reference)).machine_class)
+    return build_parts(adapter, reference)
 
 
 def _machine_class(machine: type[RuleBasedStateMachine] | None) -> type[RuleBasedStateMachine]:

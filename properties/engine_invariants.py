@@ -45,6 +45,7 @@ from spec.errors import (
     UnknownRequestError,
 )
 from spec.types import EngineConfig, EngineRequest
+from spec.weights import rows_at_weights_version
 
 #: An image's name in the scenario ("A", "B", ...) from its content hash.
 Label = Callable[[str], str]
@@ -122,12 +123,17 @@ def sys2_item_rows_exact(
 
 
 def sys2_splice(
-    step: int, facts: RequestFacts, start: int | None, gathered: Sequence[NDArray[Any]]
+    step: int,
+    facts: RequestFacts,
+    start: int | None,
+    gathered: Sequence[NDArray[Any]],
+    weights_version: int = 0,
 ) -> None:
     """At the end of a prefill: the rows gathered across its chunks are the unchunked
-    splice of the prompt from the first position it computed."""
+    splice of the prompt from the first position it computed (at the weights version
+    of the engine: SYS-12)."""
     first = 0 if start is None else start
-    expected = facts.splice_rows(first)
+    expected = rows_at_weights_version(facts.splice_rows(first), weights_version)
     got = (
         np.concatenate(list(gathered))
         if gathered

@@ -42,6 +42,16 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
    finish a request with ``max_new_tokens`` outputs and release its KV blocks and
    encoder references.
 
+Between steps (SYS-11, SYS-12): :meth:`EngineLoop.reset_encoder_cache` resets the cache
+manager and empties the worker store (``EngineCore.reset_encoder_cache``);
+:meth:`EngineLoop.reset_prefix_cache` drops every block hash, only when no block is in
+use (``BlockPool.reset_prefix_cache``); :meth:`EngineLoop.update_weights` does what
+``EngineCore.pause_scheduler`` with ``mode="keep", clear_cache=True`` does before the
+weights change (``EngineCore._reset_caches``: every running request preempted, last first, then
+both resets) and moves to the next weights version, at which encodes are
+:func:`spec.weights.rows_at_weights_version` of the encoder's rows and KV is recorded
+with the version it was computed at.
+
 Admission (SYS-9) rejects with ``AdmissionError`` a request that could never run: an
 item with more embeddings than the per-step encoder budget or the encoder cache, an
 item longer than the token budget when chunked multimodal input is disabled, or a
@@ -51,7 +61,7 @@ Simplifications against vLLM: one KV cache group; no speculative decoding (shift
 no async scheduling (no output placeholders); docs/engine.md's fidelity table lists
 every symbol named here and where the loop differs.
 
-Over 400 lines (661) because one engine step as SPEC.md's engine section orders it, read
+Over 400 lines (723) because one engine step as SPEC.md's engine section orders it, read
 top to bottom; split, the step's order would no longer be visible in one place.
 """
 
@@ -83,6 +93,7 @@ from spec.types import (
     SchedulerConfig,
     WorkerStep,
 )
+from spec.weights import rows_at_weights_version
 
 
 def validate_request(request: EngineRequest, unfinished: Container[str]) -> RequestView:
@@ -184,6 +195,8 @@ class KVBlockPool:
         self.free_queue: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))
         self.cached: dict[str, int] = {}
         self.sources: list[list[KVSource | None]] = [[None] * block_size for _ in range(num_blocks)]
+        #: per block slot, the weights version its KV was computed at (SYS-12)
+        self.versions: list[list[int]] = [[0] * block_size for _ in range(num_blocks)]
 
     @property
     def num_free(self) -> int:
@@ -234,6 +247,15 @@ class KVBlockPool:
             self.ref_cnt[block] -= 1
             if self.ref_cnt[block] == 0:
                 self.free_queue[block] = None
+
+    def reset_prefix_cache(self) -> bool:
+        """Drop every block hash, so that nothing computed so far is hit again; only
+        when no block is in use (``BlockPool.reset_prefix_cache``)."""
+        if self.num_in_use:
+            return False
+        self.cached.clear()
+        self.block_hash = [None] * len(self.block_hash)
+        return True
 
     def cache(self, block: int, block_hash: str) -> None:
         """Make a full, computed block findable by its hash (first writer wins)."""
@@ -313,6 +335,7 @@ class EngineLoop:
         self._requests: dict[str, _Request] = {}
         self._waiting: deque[_Request] = deque()
         self._running: list[_Request] = []
+        self._weights_version = 0
 
     # --- admission ---------------------------------------------------------------------
 
@@ -407,6 +430,36 @@ class EngineLoop:
         state.block_ids = []
         state.num_cached_blocks = 0
         self._cache.free(state.view)
+
+    # --- between steps: resets and weights (SYS-11, SYS-12) ----------------------------
+
+    def reset_encoder_cache(self) -> None:
+        """``EngineCore.reset_encoder_cache``: the cache manager's ``reset()`` (ECM-9),
+        and the worker drops everything it holds. Running requests lose their references;
+        a chunk that reads an item again encodes it again."""
+        reset = getattr(self._cache, "reset", None)
+        if not callable(reset):
+            raise NotImplementedError("the encoder cache manager has no reset() (ECM-9)")
+        reset()
+        held = tuple(sorted(self._worker.held_hashes()))
+        self._worker.execute_step(WorkerStep(freed_mm_hashes=held, encoder_outputs={}, gathers=()))
+
+    def reset_prefix_cache(self) -> bool:
+        """``Scheduler.reset_prefix_cache()``: no block computed so far is hit again;
+        ``False``, and nothing changes, while a request holds KV blocks."""
+        return self._kv.reset_prefix_cache()
+
+    def update_weights(self) -> None:
+        """``EngineCore.pause_scheduler`` (``mode="keep", clear_cache=True``), then the
+        next weights:
+        ``EngineCore._reset_caches`` preempts every running request, last first
+        (``reset_prefix_cache(reset_running_requests=True)``: they keep their generated
+        tokens and recompute the rest), resets the prefix cache and the encoder cache."""
+        while self._running:
+            self._preempt(self._running.pop())
+        self.reset_prefix_cache()
+        self.reset_encoder_cache()
+        self._weights_version += 1
 
     # --- one step ----------------------------------------------------------------------
 
@@ -568,7 +621,11 @@ class EngineLoop:
                 item = request.items[input_id]
                 batch.setdefault(item.mm_hash, (request.data[input_id], item.num_embeds))
         outputs = self._encoder.encode_batch(list(batch.values()))
-        return dict(zip(batch, outputs, strict=True))
+        version = self._weights_version
+        return {
+            mm_hash: rows_at_weights_version(rows, version)
+            for mm_hash, rows in zip(batch, outputs, strict=True)
+        }
 
     def _gathers(self, entry: _Scheduled) -> list[GatherSpec]:
         return chunk_gathers(entry.state.request, entry.num_computed_tokens, entry.num_new_tokens)
@@ -581,6 +638,7 @@ class EngineLoop:
         for position in range(start, start + entry.num_new_tokens):
             block = state.block_ids[position // block_size]
             self._kv.sources[block][position % block_size] = self._source(state, position)
+            self._kv.versions[block][position % block_size] = self._weights_version
 
     @staticmethod
     def _source(state: _Request, position: int) -> KVSource:
@@ -636,13 +694,14 @@ class EngineLoop:
         requests: dict[str, RequestSnapshot] = {}
         for request_id, state in self._requests.items():
             sources: list[KVSource] = []
+            versions: list[int] = []
             for position in range(state.num_computed_tokens):
-                source = self._kv.sources[state.block_ids[position // block_size]][
-                    position % block_size
-                ]
+                block, slot = state.block_ids[position // block_size], position % block_size
+                source = self._kv.sources[block][slot]
                 if source is None:
                     raise AssertionError(f"{request_id}: position {position} has no KV")
                 sources.append(source)
+                versions.append(self._kv.versions[block][slot])
             requests[request_id] = RequestSnapshot(
                 request_id=request_id,
                 status=state.status,
@@ -650,6 +709,7 @@ class EngineLoop:
                 output_token_ids=tuple(state.output_token_ids),
                 kv_block_ids=tuple(state.block_ids),
                 kv_sources=tuple(sources),
+                kv_weights_versions=tuple(versions),
             )
         return EngineSnapshot(
             requests=requests,

@@ -461,6 +461,9 @@ class RequestSnapshot:
     output_token_ids: tuple[int, ...]
     kv_block_ids: tuple[int, ...]
     kv_sources: tuple[KVSource, ...]
+    #: the weights version each computed position's KV was computed at, one per
+    #: position (SYS-12); ``()`` for an engine without ``update_weights`` (version 0)
+    kv_weights_versions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -510,4 +513,34 @@ class EngineLoop(Protocol):
 
     def snapshot(self) -> EngineSnapshot:
         """The observable state between steps."""
+        ...
+
+
+@runtime_checkable
+class ResettableEngine(Protocol):
+    """Optional capability of an ``EngineLoop`` (SYS-11): the cache resets vLLM's engine
+    core offers between steps (``EngineCore.reset_encoder_cache``,
+    ``EngineCore.reset_prefix_cache``), which RL frameworks call around a weight sync.
+    Provided when both attributes are callable on an instance."""
+
+    def reset_encoder_cache(self) -> None:
+        """Forget every encoder output, in the cache manager and in the worker."""
+        ...
+
+    def reset_prefix_cache(self) -> bool:
+        """Make every KV block computed so far unfindable by a prefix hit; ``False``
+        (nothing changed) where blocks are in use and the engine cannot."""
+        ...
+
+
+@runtime_checkable
+class WeightUpdatableEngine(Protocol):
+    """Optional capability of an ``EngineLoop`` (SYS-12): load new model weights while
+    requests are in flight (weights version ``v`` becomes ``v + 1``; see
+    :func:`spec.weights.rows_at_weights_version`), as vLLM does with
+    ``pause_generation(mode="keep", clear_cache=True)``, the weight transfer and
+    ``resume_generation``."""
+
+    def update_weights(self) -> None:
+        """Switch to the next weights version between steps."""
         ...

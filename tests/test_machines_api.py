@@ -9,7 +9,7 @@ import pytest
 from hypothesis import settings
 
 from adapters.zoo.ecm_newest_first_eviction import NewestFirstEviction
-from harness.machines import encoder_cache, engine
+from harness.machines import encoder_cache, engine, engine_resets
 from properties.framework import ClauseViolation
 from reference.encoder_cache import EncoderCacheManager
 from reference.engine import EngineLoop
@@ -57,6 +57,28 @@ def test_the_engine_machine_takes_an_engine_loop_factory() -> None:
     assert result.wasSuccessful(), result.failures + result.errors
     with pytest.raises(TypeError, match="not components of the engine: splice"):
         engine(EngineLoop, splice=object)
+
+
+def test_the_reset_machine_takes_an_engine_with_resets_or_updates() -> None:
+    """SYS-11/12 as a library: the reference passes; an update that lets the running
+    requests go on raises SYS-12's violation; an engine with neither is refused."""
+    from adapters.zoo.sys_update_keeps_running import UpdateKeepsRunning
+
+    result = _run(engine_resets(EngineLoop))
+    assert result.wasSuccessful(), result.failures + result.errors
+    machine = engine_resets(UpdateKeepsRunning)
+    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "SYS-12"
+
+    class Plain(EngineLoop):
+        reset_encoder_cache = None  # type: ignore[assignment]
+        update_weights = None  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match="needs resets or weight updates"):
+        engine_resets(Plain)
 
 
 def test_the_item_cache_machine_takes_a_pair_factory() -> None:

@@ -162,7 +162,7 @@ def test_every_outcome_the_scheduling_model_names_is_defined_in_spec() -> None:
 #: class's member (``Scheduler.schedule``), or the first symbol after "Mirrors",
 #: "mirrors", "vLLM's", "vLLM" or "vLLM vX.Y.Z".
 UPSTREAM_MEMBER = re.compile(
-    r"``((?:Scheduler|KVCacheManager|EncoderCacheManager|GPUModelRunner|Request|BlockPool"
+    r"``((?:Scheduler|KVCacheManager|EncoderCacheManager|GPUModelRunner|Request|BlockPool|EngineCore"
     r"|PixtralHFEncoderInfo)\.\w+)(?:\(\))?``"
 )
 AFTER_CLAIM = re.compile(r"(?:Mirrors|mirrors|vLLM's|vLLM(?: v[\d.]+)?)\s+``([^`]+?)(?:\(\))?``")

@@ -1,9 +1,12 @@
 """The vLLM adapter's engine loop is vLLM's ``Scheduler`` (issue 16), which sizes its own
 multimodal budget from the plugin model's processor; a short fixed run
 through it in a child process per pinned release, with a profiler on while vLLM's
-``schedule()``, ``update_from_output()``, ``finish_requests()`` and
-``_preempt_request()`` run — none of the project's code (the stand-ins: admission, the
-model-runner stand-in, the toy encoder, the worker store) is called from inside them.
+``schedule()``, ``update_from_output()``, ``finish_requests()``,
+``_preempt_request()``, and the scheduler's ``reset_encoder_cache()``,
+``reset_prefix_cache()`` and ``set_pause_state()`` (reached through vLLM's
+``EngineCore`` functions: SYS-11, SYS-12) run — none of the project's code (the
+stand-ins: admission, the model-runner stand-in, the toy encoder, the worker store) is
+called from inside them.
 
 Skips like tests/test_vllm_adapter.py without vLLM's import chain or release trees
 (fails under ``MMSPEC_REQUIRE_VLLM=1``, the CI engine job).
@@ -66,7 +69,8 @@ sys.setprofile(constructing)
 engine = a.ADAPTER.engine_loop(EngineConfig(token_budget=8, num_kv_blocks=16), parts)
 sys.setprofile(None)
 scheduler = engine.scheduler
-for name in ("schedule", "update_from_output", "finish_requests", "_preempt_request"):
+for name in ("schedule", "update_from_output", "finish_requests", "_preempt_request",
+             "reset_encoder_cache", "reset_prefix_cache", "set_pause_state"):
     setattr(scheduler, name, watched(getattr(scheduler, name)))
 hasher = a.ADAPTER.hasher()
 A, B, C = (bytes([c]) * 16 for c in b"ABC")
@@ -88,6 +92,12 @@ run(1)
 engine.preempt("r3")
 engine.abort("r2")
 run(4)
+engine.add_request(request("r4", B, max_new=3))
+run(1)
+resets = [engine.reset_prefix_cache()]   # refused: r4 holds blocks
+engine.reset_encoder_cache()             # r4 is decoding: nothing it still needs
+engine.update_weights()                  # r4 preempted, caches reset, then resumed
+run(6)
 print(json.dumps({
     "called": sorted(called),
     "vllm_functions": sorted(vllm_functions),
@@ -98,6 +108,7 @@ print(json.dumps({
     "construction": sorted(construction & {"MultiModalBudget", "__init__", "create_processor",
         "get_mm_max_tokens_per_item", "compute_mm_encoder_budget", "create_manager"}),
     "left": sorted(engine.snapshot().requests),
+    "resets": resets,
 }))
 """
 
@@ -133,3 +144,11 @@ def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: 
     r2 = next(c for c in result["chunks"] if c[0] == "r2")
     assert r2[3] == [1], "only r2's own image C is encoded"
     assert result["left"] == []
+    # SYS-11/12 through vLLM's EngineCore functions: the scheduler's own resets ran
+    assert result["resets"] == [False]
+    assert {"reset_encoder_cache", "reset_prefix_cache", "set_pause_state", "reset"} <= seen
+    # r4 starts on r1's cached blocks (a hit of 8) and samples; the update preempts it and
+    # resets the prefix cache, so it recomputes its 9 prompt tokens and its 1 generated
+    # token from 0 (no hit), samples the 2nd, then decodes the 3rd
+    r4 = [c for c in chunks if c[0] == "r4"]
+    assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4

@@ -73,6 +73,7 @@ MODULES: dict[str, str] = {
     "mm_parse": "vllm.multimodal.parse",
     "mm_processing_inputs": "vllm.multimodal.processing.inputs",
     "mm_cache": "vllm.multimodal.cache",
+    "engine_core": "vllm.v1.engine.core",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")

@@ -34,6 +34,7 @@ from spec.types import EngineConfig, EngineRequest
 
 from .engine_admission import admission_problem, check_config, validate_request
 from .engine_build import build_scheduler, machine_block_id
+from .engine_core import ExecutorStandIn, core_shim
 from .engine_worker import EngineWorker
 from .requests_bridge import vllm_feature
 from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmCode
@@ -64,6 +65,7 @@ class VllmEngineLoop:
         )
         #: unfinished requests: the machine's request and vLLM's
         self._requests: dict[str, tuple[EngineRequest, Any]] = {}
+        self._core: Any = None
 
     def _request_block_hasher(self, api: Api) -> Any:
         """The hasher the engine core gives every ``Request`` when prefix caching is on."""
@@ -114,6 +116,39 @@ class VllmEngineLoop:
             self.scheduler._preempt_request(vllm_request, time.monotonic())
             self.scheduler.prev_step_scheduled_req_ids.discard(request_id)
 
+    # --- between steps: vLLM's engine core resets and pauses (SYS-11, SYS-12) --------
+
+    def _engine_core(self) -> Any:
+        """vLLM's ``EngineCore`` functions over this scheduler and worker
+        (:mod:`adapters.vllm.engine_core`)."""
+        if self._core is None:
+            engine_core = self._code.module("engine_core").EngineCore
+            self._core = core_shim(engine_core, self.scheduler, ExecutorStandIn(self._worker.store))
+        return self._core
+
+    def reset_encoder_cache(self) -> None:
+        """``EngineCore.reset_encoder_cache``: the scheduler's cache manager and the
+        runner's encoder cache."""
+        self._engine_core().reset_encoder_cache()
+
+    def reset_prefix_cache(self) -> bool:
+        """``EngineCore.reset_prefix_cache()`` (running requests are not reset)."""
+        answer: bool = self._engine_core().reset_prefix_cache(
+            reset_running_requests=False, reset_connector=False
+        )
+        return answer
+
+    def update_weights(self) -> None:
+        """A weight sync as vLLM's RL integrations do it with requests in flight:
+        ``pause_generation(mode="keep", clear_cache=True)`` (``EngineCore.pause_scheduler``:
+        ``_reset_caches`` preempts every running request, resets the prefix, multimodal
+        and encoder caches), the new weights, ``resume_generation``
+        (``EngineCore.resume_scheduler``)."""
+        core = self._engine_core()
+        core.pause_scheduler(mode="keep", clear_cache=True)
+        self._worker.weights_version += 1
+        core.resume_scheduler()
+
     # --- one step -------------------------------------------------------------------
 
     def step(self) -> StepOutput:
@@ -152,13 +187,14 @@ class VllmEngineLoop:
             blocks = self._block_ids(request_id)
             computed = int(vllm_request.num_computed_tokens)
             sources: list[KVSource] = []
+            versions: list[int] = []
             for position in range(computed):
-                source = self._worker.kv_sources[blocks[position // block_size]][
-                    position % block_size
-                ]
+                block, slot = blocks[position // block_size], position % block_size
+                source = self._worker.kv_sources[block][slot]
                 if source is None:
                     raise AssertionError(f"{request_id}: position {position} has no KV")
                 sources.append(source)
+                versions.append(self._worker.kv_versions[block][slot])
             requests[request_id] = RequestSnapshot(
                 request_id=request_id,
                 status="running" if vllm_request.status == self._status.RUNNING else "waiting",
@@ -166,6 +202,7 @@ class VllmEngineLoop:
                 output_token_ids=tuple(int(t) for t in vllm_request.output_token_ids),
                 kv_block_ids=tuple(machine_block_id(b) for b in blocks),
                 kv_sources=tuple(sources),
+                kv_weights_versions=tuple(versions),
             )
         pool = self.scheduler.kv_cache_manager.block_pool
         cache = self.scheduler.encoder_cache_manager

@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from reference.engine import chunk_gathers
 from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
 from spec.types import EngineRequest, GatherSpec, WorkerStep
+from spec.weights import rows_at_weights_version
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ class EngineWorker:
         self.kv_sources: list[list[KVSource | None]] = [
             [None] * block_size for _ in range(num_blocks)
         ]
+        #: per vLLM block id, per slot: the weights version it was computed at (SYS-12)
+        self.kv_versions: list[list[int]] = [[0] * block_size for _ in range(num_blocks)]
+        #: the model's weights (the engine loop's ``update_weights`` moves it on)
+        self.weights_version = 0
         #: request id -> its block table, kept from the SchedulerOutputs alone
         self.block_tables: dict[str, list[int]] = {}
 
@@ -151,7 +156,11 @@ class EngineWorker:
                 hashes.append(item.mm_hash)
                 batch.append((request.data[input_id], item.num_embeds))
         outputs = self.encoder.encode_batch(batch) if batch else []
-        return tuple(hashes), dict(zip(hashes, outputs, strict=True))
+        version = self.weights_version
+        return tuple(hashes), {
+            mm_hash: rows_at_weights_version(rows, version)
+            for mm_hash, rows in zip(hashes, outputs, strict=True)
+        }
 
     def _write_kv(
         self,
@@ -166,6 +175,7 @@ class EngineWorker:
             self.kv_sources[block][position % self.block_size] = kv_source(
                 request, vllm_request.output_token_ids, position
             )
+            self.kv_versions[block][position % self.block_size] = self.weights_version
 
 
 def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> KVSource:
