@@ -182,9 +182,14 @@ def sys3_encodes_once(
 
 
 def sys3_encodes_only_consumed(
-    step: int, out: StepOutput, facts_of: Mapping[str, RequestFacts], label: Label
+    step: int,
+    out: StepOutput,
+    facts_of: Mapping[str, RequestFacts],
+    label: Label,
+    lookahead: int = 0,
 ) -> None:
-    """Every encode serves an item one of this step's chunks consumes, and the chunks'
+    """Every encode serves an item one of this step's chunks consumes — with a drafter
+    (``lookahead`` 1), over the window its look-ahead reads too — and the chunks'
     ``encoder_inputs`` name exactly the encoded hashes."""
     encoded = list(out.encoded_mm_hashes)
     names = "+".join(map(label, encoded))
@@ -193,7 +198,8 @@ def sys3_encodes_only_consumed(
     for chunk in out.chunks:
         facts = facts_of[chunk.request_id]
         start = chunk.num_computed_tokens
-        for index, _rows in facts.gathers_in(start, start + chunk.num_new_tokens):
+        end = start + chunk.num_new_tokens + lookahead
+        for index, _rows in facts.gathers_in(start, end):
             consumed.add(facts.request.items[index].mm_hash)
         for index in chunk.encoder_inputs:
             check(
@@ -440,7 +446,11 @@ def sys8_work_conserved(
     released = sum(ceil_div(model.facts[r].kv_positions(), block) for r in out.finished)
     free_low = config.num_kv_blocks - after.num_kv_blocks_in_use - released
     kv_room = all(
-        free_low >= ceil_div(model.facts[r].num_tokens(model.progress[r].outputs), block)
+        free_low
+        >= ceil_div(
+            model.facts[r].num_tokens(model.progress[r].outputs) + model.facts[r].lookahead,
+            block,
+        )
         for r in live_before
         if r not in scheduled_ids and not model.progress[r].running
     )

@@ -139,9 +139,15 @@ def engine_machine(parts: Parts) -> Runnable:
     return machine(engine_machine_class(parts), examples_scale=2)
 
 
-def engine_machine_class(parts: Parts) -> type[RuleBasedStateMachine]:
+def engine_machine_class(
+    parts: Parts,
+    scenario_strategy: st.SearchStrategy[tuple[EngineConfig, tuple[RawImage, ...]]] | None = None,
+) -> type[RuleBasedStateMachine]:
     """The ``EngineMachine`` class over the adapter's parts
-    (:mod:`properties.engine_reset_machine` extends it with resets and weight updates)."""
+    (:mod:`properties.engine_reset_machine` extends it with resets and weight updates,
+    :mod:`properties.engine_drafter_machine` runs it with a drafter's configs:
+    ``scenario_strategy``, the engine and images ``setup`` draws)."""
+    drawn = scenarios() if scenario_strategy is None else scenario_strategy
     engine_parts = parts.engine_parts()
 
     def build(config: EngineConfig) -> EngineLoop:
@@ -178,7 +184,7 @@ def engine_machine_class(parts: Parts) -> type[RuleBasedStateMachine]:
 
         # --- setup -----------------------------------------------------------------------
 
-        @initialize(scenario=scenarios())
+        @initialize(scenario=drawn)
         def setup(self, scenario: tuple[EngineConfig, tuple[RawImage, ...]]) -> None:
             config, universe = scenario
             self.config = config
@@ -432,7 +438,9 @@ def engine_machine_class(parts: Parts) -> type[RuleBasedStateMachine]:
 
             # SYS-3 first: a needless encode also overdraws the budget (SYS-4)
             sys3_encodes_once(step, before, out, after, self.label)
-            sys3_encodes_only_consumed(step, out, model.facts, self.label)
+            sys3_encodes_only_consumed(
+                step, out, model.facts, self.label, 1 if config.num_speculative_tokens else 0
+            )
             tokens = sum(c.num_new_tokens for c in out.chunks)
             encoded = list(out.encoded_mm_hashes)
             sys4_budgets(step, config, tokens, encoded, model.num_embeds_by_hash, self.label)

@@ -80,7 +80,11 @@ def stall_transitions(
         and not model.progress[r].prefill_done
     ]
     kv_room = all(
-        free_low >= ceil_div(model.facts[r].num_tokens(model.progress[r].outputs), block)
+        free_low
+        >= ceil_div(
+            model.facts[r].num_tokens(model.progress[r].outputs) + model.facts[r].lookahead,
+            block,
+        )
         for r in stalled
         if not model.progress[r].running
     )

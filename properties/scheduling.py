@@ -395,8 +395,9 @@ def doorstep_truncation(run: HookRun) -> None:
         also = run.expected.doorstep_before_lookahead
         accepted = {run.expected.num_new_tokens} | ({also} if also is not None else set())
         or_also = (
-            f", or before the drafter's look-ahead too: max(0, {offset} - {c} - "
-            f"{run.scenario.shift}) = {also}" if also is not None else ""
+            f", or before the drafter's look-ahead too: {offset} - {c} - "
+            f"{run.scenario.shift} = {also} (never 0 for the look-ahead's sake: the next "
+            "step would be cut the same way)" if also is not None else ""
         )
         check(
             got in accepted,

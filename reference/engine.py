@@ -163,6 +163,7 @@ def check_config(config: EngineConfig) -> None:
         "num_kv_blocks": 1,
         "block_size": 1,
         "hidden_size": 1,
+        "num_speculative_tokens": 0,
     }
     for name, minimum in minimums.items():
         value = getattr(config, name)
@@ -336,6 +337,8 @@ class EngineLoop:
         self._waiting: deque[_Request] = deque()
         self._running: list[_Request] = []
         self._weights_version = 0
+        #: the drafter (SYS-13): k look-ahead KV slots, and the hook's shift of 1
+        self._lookahead = config.num_speculative_tokens
 
     # --- admission ---------------------------------------------------------------------
 
@@ -382,7 +385,7 @@ class EngineLoop:
                     f"chunked multimodal input disabled it must fit one step's token budget "
                     f"({config.token_budget})"
                 )
-        positions = len(request.token_ids) + request.max_new_tokens - 1
+        positions = len(request.token_ids) + request.max_new_tokens - 1 + self._lookahead
         blocks = _ceil_div(positions, config.block_size)
         if blocks > config.num_kv_blocks:
             raise AdmissionError(
@@ -430,6 +433,10 @@ class EngineLoop:
         state.block_ids = []
         state.num_cached_blocks = 0
         self._cache.free(state.view)
+
+    def num_speculative_tokens(self) -> int:
+        """The drafter's ``k`` (SYS-13; 0: none)."""
+        return self._lookahead
 
     # --- between steps: resets and weights (SYS-11, SYS-12) ----------------------------
 
@@ -488,6 +495,11 @@ class EngineLoop:
         """The hook, on the chunk the token budget allows from ``computed``, with what is
         left of this step's encoder budget."""
         proposed = min(state.num_tokens - computed, budget.tokens)
+        if self._lookahead:  # the drafter reads one position ahead (SYS-13)
+            return self._hook.try_schedule_encoder_inputs(
+                state.view, computed, proposed, budget.encoder, self._cache,
+                shift_computed_tokens=1,
+            )
         return self._hook.try_schedule_encoder_inputs(
             state.view, computed, proposed, budget.encoder, self._cache
         )
@@ -505,7 +517,8 @@ class EngineLoop:
             if new == 0:  # the next item can get neither budget nor cache space
                 index += 1
                 continue
-            needed = _ceil_div(computed + new, self._kv.block_size) - len(state.block_ids)
+            end = computed + new + self._lookahead  # look-ahead slots (allocate_slots)
+            needed = _ceil_div(end, self._kv.block_size) - len(state.block_ids)
             while needed > self._kv.num_free:
                 victim = self._running.pop()
                 self._preempt(victim)
@@ -534,7 +547,8 @@ class EngineLoop:
                 skipped.append(state)
                 continue
             reusable = sum(1 for block in hits if self._kv.ref_cnt[block] == 0)
-            needed = _ceil_div(computed + new, self._kv.block_size) - len(hits)
+            lookahead = self._lookahead if computed else 0  # as vLLM's waiting loop
+            needed = _ceil_div(computed + new + lookahead, self._kv.block_size) - len(hits)
             if needed > self._kv.num_free - reusable:
                 self._release_unscheduled(state)
                 self._waiting.appendleft(state)
@@ -586,9 +600,10 @@ class EngineLoop:
                 freed_mm_hashes=freed, encoder_outputs=encoder_outputs, gathers=tuple(gathers)
             )
         )
+        drafts = self._draft_gathers(scheduled)
         chunks: list[ScheduledChunk] = []
         cursor = 0
-        for entry, count in zip(scheduled, per_chunk, strict=True):
+        for entry, count, draft in zip(scheduled, per_chunk, drafts, strict=True):
             gathered = tuple(rows[cursor : cursor + count])
             cursor += count
             self._write_kv(entry)
@@ -599,9 +614,35 @@ class EngineLoop:
                     num_new_tokens=entry.num_new_tokens,
                     encoder_inputs=entry.decision.encoder_inputs_to_schedule,
                     gathered=gathered,
+                    draft_gathered=draft,
                 )
             )
         return chunks
+
+    def _draft_gathers(self, scheduled: Sequence[_Scheduled]) -> list[tuple[NDArray[Any], ...]]:
+        """The drafter's gathers, after the target's, in the same worker state
+        (``_gather_mm_embeddings(shift_computed_tokens=1)``): per chunk ``[c, c + n)``
+        the window ``[c + 1, c + n + 1)``; an item starting at ``c + n`` only where the
+        worker holds it (elsewhere the drafter falls back to token embeddings)."""
+        if not self._lookahead:
+            return [() for _ in scheduled]
+        held = self._worker.held_hashes()
+        specs: list[list[GatherSpec]] = []
+        for entry in scheduled:
+            end = entry.num_computed_tokens + entry.num_new_tokens
+            window = chunk_gathers(entry.state.request, entry.num_computed_tokens + 1,
+                                   entry.num_new_tokens)
+            specs.append([g for g in window if g.mm_position.offset < end or g.mm_hash in held])
+        rows = self._worker.execute_step(
+            WorkerStep(freed_mm_hashes=(), encoder_outputs={},
+                       gathers=tuple(g for chunk in specs for g in chunk))
+        )
+        drafts: list[tuple[NDArray[Any], ...]] = []
+        cursor = 0
+        for chunk in specs:
+            drafts.append(tuple(rows[cursor : cursor + len(chunk)]))
+            cursor += len(chunk)
+        return drafts
 
     def _prefix_hit(self, state: _Request) -> list[int]:
         """Cached blocks of the request's tokens (its prompt, then those it generated

@@ -122,14 +122,18 @@ class SchedulingHook:
 
     @staticmethod
     def rolled_back(request: RequestView, input_id: int, computed: int, shift: int) -> int:
-        """SCH-6's rollback before item ``input_id``: ``max(0, offset - computed - s)``,
-        keeping the drafter's look-ahead out of the item too; but where that would end
+        """SCH-6's rollback before item ``input_id``: ``offset - computed - s``, keeping
+        the drafter's look-ahead out of the item too, where that leaves a chunk (else
+        ``offset - computed``: cut to 0, the request would be cut to 0 at every later
+        step, and never finish); but where that would end
         strictly inside the previous item (one the chunk started at or before, and
         covered whole), the chunk ends at that item's end instead. The look-ahead is
         trimmed from text, never from an image: with adjacent images, subtracting the
         shift would cut the earlier image in half (vLLM 0.33.0 does; SPEC.md SCH-6)."""
         offset = request.items[input_id].mm_position.offset
-        new = max(0, offset - computed - shift)
+        room = offset - computed
+        # never cut to 0 for the look-ahead: the next step would be cut the same way
+        new = room - shift if room - shift > 0 else max(0, room)
         if input_id > 0:
             previous = request.items[input_id - 1].mm_position
             if computed <= previous.offset < computed + new < previous.end:

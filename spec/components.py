@@ -430,6 +430,11 @@ class ScheduledChunk:
     num_new_tokens: int
     encoder_inputs: tuple[int, ...]
     gathered: tuple[NDArray[Any], ...]
+    #: with a drafter (SYS-13): the rows its gather served over ``[c + 1, c + n + 1)``,
+    #: one array per item with an ``is_embed`` position there, in offset order — an item
+    #: starting at ``c + n`` left out where the worker does not hold it (token
+    #: embeddings stand in: the drafter's fallback)
+    draft_gathered: tuple[NDArray[Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -513,6 +518,16 @@ class EngineLoop(Protocol):
 
     def snapshot(self) -> EngineSnapshot:
         """The observable state between steps."""
+        ...
+
+
+@runtime_checkable
+class SpeculativeEngine(Protocol):
+    """Optional capability of an ``EngineLoop`` (SYS-13): it runs the EAGLE-style
+    drafter its ``EngineConfig.num_speculative_tokens`` asks for."""
+
+    def num_speculative_tokens(self) -> int:
+        """The ``k`` this engine's drafter runs with (0: none)."""
         ...
 
 

@@ -383,3 +383,7 @@ class EngineConfig:
     hidden_size: int = 4
     enable_prefix_caching: bool = True
     disable_chunked_mm_input: bool = False
+    #: ``k`` >= 1: an EAGLE-style drafter (SYS-13): the hook looks 1 position ahead,
+    #: each step's drafter reads every chunk's window shifted by one, and the KV cache
+    #: reserves ``k`` look-ahead slots per running request; 0: no drafter
+    num_speculative_tokens: int = 0

@@ -48,6 +48,15 @@ class VllmEngineLoop:
 
     def __init__(self, code: VllmCode, api: Api, config: EngineConfig, parts: EngineParts):
         check_config(config)
+        if config.num_speculative_tokens:
+            # SYS-13 is "not provided" here (the drafter machine's probe reads this): an
+            # EAGLE config makes vLLM's Scheduler schedule drafts (0.33.0 pads every new
+            # decode to 1 + k placeholder drafts), whose verification the model-runner
+            # stand-in does not do yet (docs/design/spec_decode_async.md)
+            raise InvalidInputError(
+                "the vLLM adapter does not run vLLM's drafter yet: num_speculative_tokens "
+                f"must be 0, got {config.num_speculative_tokens}"
+            )
         self._code = code
         self._config = config
         built = build_scheduler(code, config)

@@ -53,6 +53,8 @@ class RequestFacts:
     labels: tuple[str, ...]
     #: per item, the ``(num_embeds, hidden)`` rows a correct encoder produces
     expected_rows: tuple[NDArray[Any], ...]
+    #: the drafter's look-ahead KV slots (SYS-13; 0: no drafter)
+    lookahead: int = 0
 
     @property
     def request_id(self) -> str:
@@ -125,8 +127,8 @@ class RequestFacts:
 
     def kv_positions(self) -> int:
         """KV positions the request needs: the prompt and every generated token but the
-        last (which is never fed back)."""
-        return self.num_prompt_tokens + self.request.max_new_tokens - 1
+        last (which is never fed back), and a drafter's look-ahead slots."""
+        return self.num_prompt_tokens + self.request.max_new_tokens - 1 + self.lookahead
 
 
 @dataclass
@@ -185,6 +187,7 @@ class EngineModel:
             if config.disable_chunked_mm_input and item.mm_position.length > config.token_budget:
                 return f"item {index} spans {item.mm_position.length} tokens > token budget"
         positions = len(request.token_ids) + request.max_new_tokens - 1
+        positions += config.num_speculative_tokens  # the drafter's look-ahead slots
         if ceil_div(positions, config.block_size) > config.num_kv_blocks:
             return f"{positions} KV positions > {config.num_kv_blocks} blocks"
         return None
@@ -202,7 +205,7 @@ class EngineModel:
         )
         for item in request.items:
             self.num_embeds_by_hash[item.mm_hash] = item.num_embeds
-        facts = RequestFacts(request, tuple(labels), rows)
+        facts = RequestFacts(request, tuple(labels), rows, self.config.num_speculative_tokens)
         self.facts[request.request_id] = facts
         self.progress[request.request_id] = RequestProgress()
         return facts

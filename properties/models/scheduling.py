@@ -82,13 +82,22 @@ def rows_in_window(item: MultiModalItem, computed: int, window_end: int) -> int:
     )
 
 
+def lookahead_trimmed(room: int, shift: int) -> int:
+    """A chunk that may run ``room`` positions before an item, trimmed so that the
+    drafter's ``shift``-position look-ahead stays out of the item — unless that leaves
+    nothing: then ``room`` (the look-ahead falls back to token embeddings). Cut to 0,
+    the chunk would be cut to 0 again at every later step (SCH-5, SCH-6)."""
+    return room - shift if room - shift > 0 else max(0, room)
+
+
 def rollback_target(
     items: tuple[MultiModalItem, ...], index: int, computed: int, shift: int
 ) -> int:
-    """SCH-6: ``t = max(0, offset - computed - s)`` for the item at ``index``; if
-    ``computed + t`` ends strictly inside the previous item and that item starts at or
-    after ``computed``, the previous item's end minus ``computed``."""
-    target = max(0, items[index].mm_position.offset - computed - shift)
+    """SCH-6: ``t = offset - computed - s`` for the item at ``index`` where that is
+    positive, else ``offset - computed`` (the look-ahead never costs the whole chunk);
+    if ``computed + t`` ends strictly inside the previous item and that item starts at
+    or after ``computed``, the previous item's end minus ``computed``."""
+    target = lookahead_trimmed(items[index].mm_position.offset - computed, shift)
     for earlier in items[:index]:
         pos = earlier.mm_position
         if computed <= pos.offset < computed + target < pos.end:
@@ -146,8 +155,8 @@ def expected_decision(
             # SCH-5: the doorstep, or nothing at all past it (a prefix hit inside).
             # (``min``: with a drafter look-ahead s > 1 the offset may lie past the end.)
             out.num_new_tokens = min(new, offset - computed) if computed < offset else 0
-            before_lookahead = max(0, offset - computed - shift)
-            if before_lookahead != out.num_new_tokens:
+            before_lookahead = min(new, lookahead_trimmed(offset - computed, shift))
+            if computed < offset and before_lookahead != out.num_new_tokens:
                 out.doorstep_before_lookahead = before_lookahead
             out.stop = ("doorstep", i)
             out.outcomes[i] = "blocked"

@@ -1,0 +1,107 @@
+"""``EngineDrafterMachine``: the engine machine with an EAGLE-style drafter (SYS-13).
+
+``EngineMachine`` (:mod:`properties.engine_machine`) over engines built with
+``EngineConfig.num_speculative_tokens`` k ∈ {1, 2}: the scheduling hook looks one
+position ahead (``shift_computed_tokens = 1``), the KV cache reserves k look-ahead slots
+per running request, and each step's drafter reads every chunk ``[c, c + n)`` shifted
+by one, ``[c + 1, c + n + 1)``, after the target and in the same worker state
+(``ScheduledChunk.draft_gathered``). Every check of SYS-1..10 runs as in
+``EngineMachine`` (SYS-3's "consumed" covers the look-ahead, SYS-9's KV positions the
+look-ahead slots, SYS-8's bounds are unchanged: the look-ahead may never cost a
+request its progress), and after every step the drafter's rows are checked
+(:func:`properties.engine_drafter_invariants.sys13_draft_rows`).
+
+What this mode does not have: the drafts themselves. A drafter proposes k tokens past
+``P + g`` and the target verifies them; positions past ``P + g`` hold no image, so the
+encoder outputs' residency — the question of this clause — does not depend on them,
+and the engines run here schedule none (no ``update_draft_token_ids``). Their
+verification (accepted and rejected drafts, SYS-10's one-token decodes) and async
+scheduling are the next step (docs/design/spec_decode_async.md).
+
+An engine without the capability (:class:`spec.components.SpeculativeEngine`, reporting
+the k it was built with) runs nothing here: every clause of this machine is not
+provided, and ``EngineMachine`` judges SYS-1..10 alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from properties.engine_drafter_invariants import sys13_draft_rows
+from properties.engine_machine import SYS_CLAUSES, engine_machine_class
+from properties.engine_strategies import RawImage, scenarios
+from properties.framework import Parts, Runnable, clause_property, machine
+from spec.components import EngineSnapshot, SpeculativeEngine, StepOutput
+from spec.types import EngineConfig
+
+DRAFTER_CLAUSES = ("SYS-13",)
+
+
+def drafter_probe(parts: Parts) -> str | None:
+    """Why the engine cannot run a drafter (None: it can): built with k = 1, it must
+    say it runs k = 1."""
+    engine = parts.engine_loop(EngineConfig(num_speculative_tokens=1), parts.engine_parts())
+    runs = getattr(engine, "num_speculative_tokens", None)
+    if not isinstance(engine, SpeculativeEngine) or not callable(runs):
+        return "the engine loop does not provide a drafter (num_speculative_tokens(), SYS-13)"
+    k = runs()
+    if k != 1:
+        return f"built with num_speculative_tokens=1, the engine runs a drafter of {k!r}"
+    return None
+
+
+@st.composite
+def drafter_scenarios(draw: st.DrawFn) -> tuple[EngineConfig, tuple[RawImage, ...]]:
+    """``EngineMachine``'s engines and images, each engine with a drafter of 1 or 2."""
+    config, universe = draw(scenarios())
+    k = draw(st.integers(1, 2), label="num_speculative_tokens")
+    return replace(config, num_speculative_tokens=k), universe
+
+
+@clause_property(
+    "EngineDrafterMachine",
+    (*SYS_CLAUSES, *DRAFTER_CLAUSES),
+    subject=(
+        "engine_loop",
+        "encoder_cache_manager",
+        "scheduling_hook",
+        "block_hasher",
+        "worker_store",
+    ),
+    uses=("encoder", "hasher"),
+    subject_any=True,
+    capabilities=tuple((c, drafter_probe) for c in (*SYS_CLAUSES, *DRAFTER_CLAUSES)),
+)
+def engine_drafter_machine(parts: Parts) -> Runnable:
+    """SYS-1..10 and SYS-13: the engine machine with a drafter (where the engine has
+    one; without, nothing runs: every clause of it is not provided)."""
+    if drafter_probe(parts) is not None:
+        return Runnable(run=lambda settings: None, machine_name="EngineDrafterMachine")
+    return machine(engine_drafter_machine_class(parts), examples_scale=2)
+
+
+def engine_drafter_machine_class(parts: Parts) -> type[Any]:
+    base: Any = engine_machine_class(parts, drafter_scenarios())
+
+    class EngineDrafterMachine(base):  # type: ignore[misc]
+        def check_step(
+            self,
+            live_before: list[str],
+            before: EngineSnapshot,
+            out: StepOutput,
+            after: EngineSnapshot,
+        ) -> None:
+            # the drafter's rows, kept before the target's checks spoil what they read
+            drafts = [tuple(np.copy(rows) for rows in c.draft_gathered) for c in out.chunks]
+            facts = [self.model.facts[c.request_id] for c in out.chunks]
+            super().check_step(live_before, before, out, after)
+            for chunk, chunk_facts, served in zip(out.chunks, facts, drafts, strict=True):
+                start, new = chunk.num_computed_tokens, chunk.num_new_tokens
+                for transition in sys13_draft_rows(self.steps, chunk_facts, start, new, served):
+                    self.reached(transition)
+
+    return EngineDrafterMachine
