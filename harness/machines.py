@@ -17,7 +17,9 @@ Hypothesis profile).
 ``item_cache(factory)`` is FIC-1..3's machine the same way, over the front-end item
 cache pair (``spec.components.ItemCache``); ``engine_resets(factory)`` SYS-1..12's
 ``EngineResetMachine``, over an engine loop with the optional resets
-(``ResettableEngine``) and/or weight updates (``WeightUpdatableEngine``).
+(``ResettableEngine``) and/or weight updates (``WeightUpdatableEngine``);
+``engine_drafter(factory)`` SYS-1..10 and SYS-13's ``EngineDrafterMachine``, over an
+engine loop that runs a drafter (``SpeculativeEngine``).
 
 Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
 ``bookkeeping`` (ECM-8's ``tracked_request_ids()``/``tracked_mm_hashes()``). ``True``
@@ -37,6 +39,7 @@ from hypothesis.stateful import RuleBasedStateMachine
 from harness.loader import REFERENCE_REF, build_parts, load_adapter
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
+from properties.engine_drafter_machine import drafter_probe, engine_drafter_machine_class
 from properties.engine_machine import engine_machine
 from properties.engine_reset_machine import (
     engine_reset_machine_class,
@@ -128,6 +131,20 @@ def engine_resets(
         raise TypeError(f"engine_resets needs resets or weight updates: {no_resets}; {no_updates}")
     built = engine_reset_machine_class(parts, no_resets is None, no_updates is None)
     return _machine_class(machine(built).machine_class)
+
+
+def engine_drafter(
+    factory: Callable[[EngineConfig, EngineParts], EngineLoop],
+    **components: Callable[..., Any],
+) -> type[RuleBasedStateMachine]:
+    """SYS-1..10 and SYS-13's machine (``EngineDrafterMachine``) over
+    ``factory(config, parts)`` built with a drafter (``num_speculative_tokens`` 1 or 2);
+    an engine without one is refused."""
+    parts = _engine_parts(factory, components)
+    lacking = drafter_probe(parts)
+    if lacking:
+        raise TypeError(f"engine_drafter needs a drafter: {lacking}")
+    return _machine_class(machine(engine_drafter_machine_class(parts)).machine_class)
 
 
 def _engine_parts(

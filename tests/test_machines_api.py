@@ -9,7 +9,7 @@ import pytest
 from hypothesis import settings
 
 from adapters.zoo.ecm_newest_first_eviction import NewestFirstEviction
-from harness.machines import encoder_cache, engine, engine_resets
+from harness.machines import encoder_cache, engine, engine_drafter, engine_resets
 from properties.framework import ClauseViolation
 from reference.encoder_cache import EncoderCacheManager
 from reference.engine import EngineLoop
@@ -79,6 +79,27 @@ def test_the_reset_machine_takes_an_engine_with_resets_or_updates() -> None:
 
     with pytest.raises(TypeError, match="needs resets or weight updates"):
         engine_resets(Plain)
+
+
+def test_the_drafter_machine_takes_an_engine_with_a_drafter() -> None:
+    """SYS-13 as a library: the reference passes; a drafter served the target's window
+    raises SYS-13's violation; an engine without a drafter is refused."""
+    from adapters.zoo.sys_drafter_reads_target_window import DrafterReadsTargetWindow
+
+    result = _run(engine_drafter(EngineLoop))
+    assert result.wasSuccessful(), result.failures + result.errors
+    machine = engine_drafter(DrafterReadsTargetWindow)
+    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "SYS-13"
+
+    class NoDrafter(EngineLoop):
+        num_speculative_tokens = None  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match="needs a drafter"):
+        engine_drafter(NoDrafter)
 
 
 def test_the_item_cache_machine_takes_a_pair_factory() -> None:
