@@ -32,7 +32,12 @@ import numpy as np
 from hypothesis import strategies as st
 
 from properties.engine_drafter_invariants import sys13_draft_rows
-from properties.engine_machine import SYS_CLAUSES, engine_machine_class
+from properties.engine_machine import (
+    ENGINE_SUBJECT,
+    ENGINE_USES,
+    SYS_CLAUSES,
+    engine_machine_class,
+)
 from properties.engine_strategies import RawImage, scenarios
 from properties.framework import Parts, Runnable, clause_property, machine
 from spec.components import EngineSnapshot, SpeculativeEngine, StepOutput
@@ -65,14 +70,8 @@ def drafter_scenarios(draw: st.DrawFn) -> tuple[EngineConfig, tuple[RawImage, ..
 @clause_property(
     "EngineDrafterMachine",
     (*SYS_CLAUSES, *DRAFTER_CLAUSES),
-    subject=(
-        "engine_loop",
-        "encoder_cache_manager",
-        "scheduling_hook",
-        "block_hasher",
-        "worker_store",
-    ),
-    uses=("encoder", "hasher"),
+    subject=ENGINE_SUBJECT,
+    uses=ENGINE_USES,
     subject_any=True,
     capabilities=tuple((c, drafter_probe) for c in (*SYS_CLAUSES, *DRAFTER_CLAUSES)),
 )

@@ -101,6 +101,7 @@ from properties.engine_strategies import (
 )
 from properties.engine_transitions import chunk_transitions, stall_transitions
 from properties.framework import (
+    ComponentName,
     Parts,
     Runnable,
     TransitionRecorder,
@@ -116,18 +117,23 @@ from spec.weights import rows_at_weights_version
 
 SYS_CLAUSES = tuple(f"SYS-{k}" for k in range(1, 11))
 
+#: What the engine machines judge (any one of them makes them run: ``subject_any``) and
+#: what they use from the adapter where it has them.
+ENGINE_SUBJECT: tuple[ComponentName, ...] = (
+    "engine_loop",
+    "encoder_cache_manager",
+    "scheduling_hook",
+    "block_hasher",
+    "worker_store",
+)
+ENGINE_USES: tuple[ComponentName, ...] = ("encoder", "hasher")
+
 
 @clause_property(
     "EngineMachine",
     SYS_CLAUSES,
-    subject=(
-        "engine_loop",
-        "encoder_cache_manager",
-        "scheduling_hook",
-        "block_hasher",
-        "worker_store",
-    ),
-    uses=("encoder", "hasher"),
+    subject=ENGINE_SUBJECT,
+    uses=ENGINE_USES,
     subject_any=True,
 )
 def engine_machine(parts: Parts) -> Runnable:

@@ -31,7 +31,12 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from properties.engine_machine import SYS_CLAUSES, engine_machine_class
+from properties.engine_machine import (
+    ENGINE_SUBJECT,
+    ENGINE_USES,
+    SYS_CLAUSES,
+    engine_machine_class,
+)
 from properties.engine_reset_invariants import (
     sys11_encoder_cache_forgotten,
     sys11_prefix_hit_recomputed,
@@ -107,14 +112,8 @@ def weights_probe(parts: Parts) -> str | None:
 @clause_property(
     "EngineResetMachine",
     (*SYS_CLAUSES, *RESET_CLAUSES),
-    subject=(
-        "engine_loop",
-        "encoder_cache_manager",
-        "scheduling_hook",
-        "block_hasher",
-        "worker_store",
-    ),
-    uses=("encoder", "hasher"),
+    subject=ENGINE_SUBJECT,
+    uses=ENGINE_USES,
     subject_any=True,
     capabilities=(
         *((clause, resets_or_updates_probe) for clause in SYS_CLAUSES),

@@ -627,12 +627,7 @@ class EngineLoop:
         if not self._lookahead:
             return [() for _ in scheduled]
         held = self._worker.held_hashes()
-        specs: list[list[GatherSpec]] = []
-        for entry in scheduled:
-            end = entry.num_computed_tokens + entry.num_new_tokens
-            window = chunk_gathers(entry.state.request, entry.num_computed_tokens + 1,
-                                   entry.num_new_tokens)
-            specs.append([g for g in window if g.mm_position.offset < end or g.mm_hash in held])
+        specs = [self._draft_window(entry, held) for entry in scheduled]
         rows = self._worker.execute_step(
             WorkerStep(freed_mm_hashes=(), encoder_outputs={},
                        gathers=tuple(g for chunk in specs for g in chunk))
@@ -643,6 +638,15 @@ class EngineLoop:
             drafts.append(tuple(rows[cursor : cursor + len(chunk)]))
             cursor += len(chunk)
         return drafts
+
+    @staticmethod
+    def _draft_window(entry: _Scheduled, held: frozenset[str]) -> list[GatherSpec]:
+        """What the drafter gathers for one chunk ``[c, c + n)``: ``[c + 1, c + n + 1)``,
+        an item starting at ``c + n`` only if ``held``."""
+        end = entry.num_computed_tokens + entry.num_new_tokens
+        window = chunk_gathers(entry.state.request, entry.num_computed_tokens + 1,
+                               entry.num_new_tokens)
+        return [g for g in window if g.mm_position.offset < end or g.mm_hash in held]
 
     def _prefix_hit(self, state: _Request) -> list[int]:
         """Cached blocks of the request's tokens (its prompt, then those it generated

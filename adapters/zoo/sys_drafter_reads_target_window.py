@@ -3,14 +3,9 @@ by one: it drafts from the rows one position behind (SYS-13)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from numpy.typing import NDArray
-
 from reference.engine import EngineLoop, _Scheduled, chunk_gathers
 from spec.adapter import Adapter
-from spec.types import WorkerStep
+from spec.types import GatherSpec
 
 BREAKS = "SYS-13"
 KILLED_BY = "EngineDrafterMachine"
@@ -21,24 +16,10 @@ ORIGIN = (
 
 
 class DrafterReadsTargetWindow(EngineLoop):
-    def _draft_gathers(self, scheduled: Sequence[_Scheduled]) -> list[tuple[NDArray[Any], ...]]:
-        if not self._lookahead:
-            return [() for _ in scheduled]
+    @staticmethod
+    def _draft_window(entry: _Scheduled, held: frozenset[str]) -> list[GatherSpec]:
         # BUG: no shift: the target's own window
-        specs = [
-            chunk_gathers(e.state.request, e.num_computed_tokens, e.num_new_tokens)
-            for e in scheduled
-        ]
-        rows = self._worker.execute_step(
-            WorkerStep(freed_mm_hashes=(), encoder_outputs={},
-                       gathers=tuple(g for chunk in specs for g in chunk))
-        )
-        drafts: list[tuple[NDArray[Any], ...]] = []
-        cursor = 0
-        for chunk in specs:
-            drafts.append(tuple(rows[cursor : cursor + len(chunk)]))
-            cursor += len(chunk)
-        return drafts
+        return chunk_gathers(entry.state.request, entry.num_computed_tokens, entry.num_new_tokens)
 
 
 ADAPTER = Adapter(
