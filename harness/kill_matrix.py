@@ -147,7 +147,8 @@ def judge(rows: Sequence[Row], registry: Mapping[str, PropertySpec]) -> Verdicts
 
 def column_labels(registry: Mapping[str, PropertySpec]) -> dict[str, str]:
     """A short label per property: its clause id, ``FAM*`` for a machine checking a whole
-    family, with a/b/... where two properties check the same clause."""
+    family (``FAM*R`` for another of the family's machines: the capitals its name adds),
+    with a/b/... where two properties check the same clause."""
     base: dict[str, str] = {}
     for name, spec in registry.items():
         families = {c.split("-")[0] for c in spec.clauses}
@@ -160,7 +161,16 @@ def column_labels(registry: Mapping[str, PropertySpec]) -> dict[str, str]:
     labels: dict[str, str] = {}
     for name, label in base.items():
         same = [n for n, other in base.items() if other == label]
-        labels[name] = label if len(same) == 1 else label + "abcdefgh"[same.index(name)]
+        if len(same) == 1:
+            labels[name] = label
+        elif label.endswith("*"):
+            # machines of one family: the plainest keeps FAM*, the others add the
+            # capitals their names add to it (EngineResetMachine: SYS*R)
+            plain = min(same, key=len)
+            extra = "".join(c for c in name if c.isupper() and c not in plain)
+            labels[name] = label + extra
+        else:
+            labels[name] = label + "abcdefgh"[same.index(name)]
     return labels
 
 

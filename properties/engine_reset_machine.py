@@ -128,7 +128,8 @@ def engine_reset_machine(parts: Parts) -> Runnable:
     can_reset = resets_probe(parts) is None
     can_update = weights_probe(parts) is None
     if not (can_reset or can_update):
-        return Runnable(run=lambda settings: None, machine_name="EngineResetMachine")
+        # no machine name: no transition is owed by a run that judges nothing
+        return Runnable(run=lambda settings: None)
     return machine(engine_reset_machine_class(parts, can_reset, can_update), examples_scale=2)
 
 

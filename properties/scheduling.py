@@ -31,7 +31,12 @@ from properties.framework import (
     stateless,
 )
 from properties.models.encoder_cache import EncoderCacheModel
-from properties.models.scheduling import ExpectedDecision, expected_decision, overlaps
+from properties.models.scheduling import (
+    ExpectedDecision,
+    expected_decision,
+    lookahead_trimmed,
+    overlaps,
+)
 from properties.scheduling_strategies import (
     REQUEST_ID,
     CacheOp,
@@ -431,8 +436,14 @@ def no_partial_item_when_disabled(run: HookRun) -> None:
     stop = run.expected.stop
     if stop is not None and stop[0] == "rollback":
         offset = run.request.items[stop[1]].mm_position.offset
-        shifted = max(0, offset - c - sc.shift)
-        target = f"max(0, {offset} - {c} - {sc.shift}) = {shifted}"
+        shifted = min(sc.num_new_tokens, lookahead_trimmed(offset - c, sc.shift))
+        if offset - c - sc.shift > 0:
+            target = f"{offset} - {c} - {sc.shift} = {shifted}"
+        else:  # the look-ahead is not trimmed to nothing
+            target = (
+                f"{offset} - {c} = {shifted} ({offset} - {c} - {sc.shift} leaves no chunk: "
+                "the look-ahead falls back instead)"
+            )
         if run.expected.num_new_tokens != shifted:
             target += (
                 f", which would end inside the item before it, so that item's end: "
@@ -560,8 +571,8 @@ sch_budget_accounting = hook_property(
     "SCH-7",
     budget_accounting,
     # Chunking disabled, a chunk starting at an image and ending inside it, a drafter
-    # shift of 1: the rollback lands at max(0, 1 - 1 - 1) = 0, never -1; and from 0
-    # before an image at 1, a 1-token chunk is rolled back to 0, never grown to 2.
+    # shift of 1: the rollback lands at 0 (1 - 1 = 0: nothing before the image), never
+    # -1; and from 0 before an image at 1, a 1-token chunk stays 1, never grown to 2.
     examples=(
         _one_image_step(1, 3, 1, 1, 1, True),
         _one_image_step(1, 3, 0, 1, 1, True),

@@ -77,7 +77,7 @@ class SchedulingHook:
             if self._disable_chunked_mm_input and (
                 computed <= offset and computed + new < offset + length
             ):
-                new = self.rolled_back(request, input_id, computed, shift)
+                new = min(new, self.rolled_back(request, input_id, computed, shift))
                 break
 
             if item.mm_hash in planned:  # SCH-3: encoded once this step, shared

@@ -125,6 +125,8 @@ def test_column_labels_are_unique_and_short() -> None:
     assert len(set(labels.values())) == len(labels)
     assert labels["EncoderCacheMachine"] == "ECM*"
     assert labels["EngineMachine"] == "SYS*"
+    assert labels["EngineResetMachine"] == "SYS*R"
+    assert labels["EngineDrafterMachine"] == "SYS*D"
     assert labels["spl_text_rows_untouched"] == "SPL-1"
     assert {labels["exp_marker_mismatch_rejected"], labels["exp_bad_input_rejected"]} == {
         "EXP-4a",

@@ -33,7 +33,7 @@ from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
 from spec.types import EngineConfig, EngineRequest
 
 from .engine_admission import admission_problem, check_config, validate_request
-from .engine_build import build_scheduler, machine_block_id
+from .engine_build import build_scheduler, machine_block_id, pads_new_decodes
 from .engine_core import ExecutorStandIn, core_shim
 from .engine_worker import EngineWorker
 from .requests_bridge import vllm_feature
@@ -48,14 +48,15 @@ class VllmEngineLoop:
 
     def __init__(self, code: VllmCode, api: Api, config: EngineConfig, parts: EngineParts):
         check_config(config)
-        if config.num_speculative_tokens:
-            # SYS-13 is "not provided" here (the drafter machine's probe reads this): an
-            # EAGLE config makes vLLM's Scheduler schedule drafts (0.33.0 pads every new
-            # decode to 1 + k placeholder drafts), whose verification the model-runner
-            # stand-in does not do yet (docs/design/spec_decode_async.md)
+        if config.num_speculative_tokens and pads_new_decodes(code):
+            # SYS-13 is "not provided" for such a release (the drafter machine's probe
+            # reads this): its schedule() pads a new decode to 1 + k placeholder drafts,
+            # whose verification the model-runner stand-in does not do yet
+            # (docs/design/spec_decode_async.md)
             raise InvalidInputError(
-                "the vLLM adapter does not run vLLM's drafter yet: num_speculative_tokens "
-                f"must be 0, got {config.num_speculative_tokens}"
+                "the vLLM adapter does not run this release's drafter yet: its schedule() "
+                "pads new decodes with placeholder drafts the model-runner stand-in cannot "
+                f"verify (num_speculative_tokens={config.num_speculative_tokens})"
             )
         self._code = code
         self._config = config
@@ -68,6 +69,7 @@ class VllmEngineLoop:
             parts.worker_store(),
             config.num_kv_blocks + 1,
             config.block_size,
+            drafter=bool(config.num_speculative_tokens),
         )
         self._block_hasher = (
             self._request_block_hasher(api) if config.enable_prefix_caching else None
@@ -124,6 +126,11 @@ class VllmEngineLoop:
             self.scheduler.running.remove(vllm_request)
             self.scheduler._preempt_request(vllm_request, time.monotonic())
             self.scheduler.prev_step_scheduled_req_ids.discard(request_id)
+
+    def num_speculative_tokens(self) -> int:
+        """The drafter's ``k`` (SYS-13): vLLM's ``Scheduler.num_lookahead_tokens`` with
+        the EAGLE stand-in config; the stand-in runner proposes no drafts."""
+        return int(self.scheduler.num_lookahead_tokens)
 
     # --- between steps: vLLM's engine core resets and pauses (SYS-11, SYS-12) --------
 

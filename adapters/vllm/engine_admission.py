@@ -33,7 +33,8 @@ def admission_problem(config: EngineConfig, request: EngineRequest) -> str | Non
                 f"request {rid} item {index} spans {item.mm_position.length} tokens, more "
                 f"than the token budget {config.token_budget} with chunked mm input disabled"
             )
-    positions = len(request.token_ids) + request.max_new_tokens - 1
+    # the drafter's look-ahead slots too (allocate_slots(num_lookahead_tokens=k))
+    positions = len(request.token_ids) + request.max_new_tokens - 1 + config.num_speculative_tokens
     blocks = -(-positions // config.block_size)
     if blocks > config.num_kv_blocks:
         return (

@@ -24,6 +24,7 @@ a tokenizer, a GPU or a hub.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import tempfile
@@ -75,6 +76,32 @@ def max_tokens_per_item(config: EngineConfig) -> int:
 
 
 @dataclass(frozen=True)
+class EagleStandIn:
+    """What vLLM 0.22.1's ``Scheduler.__init__`` reads of a ``SpeculativeConfig``
+    (scheduler.py:211-220: ``num_speculative_tokens``, ``use_eagle()``,
+    ``uses_draft_model()``) for an EAGLE drafter of ``k`` tokens: a real one would load a
+    draft model's config from a hub. The scheduler derives ``use_eagle`` (the hook's
+    shift of 1, the KV manager's EAGLE block drop) and ``num_lookahead_tokens = k``
+    from it, as from the real one; nothing else of vLLM's reads it here (structured
+    output, which would, is not used)."""
+
+    num_speculative_tokens: int
+    method: str = "eagle"
+
+    def use_eagle(self) -> bool:
+        return True
+
+    def uses_draft_model(self) -> bool:
+        return False
+
+
+def pads_new_decodes(code: VllmCode) -> bool:
+    """Whether the release's ``schedule()`` pads a new decode to ``1 + k`` placeholder
+    drafts (0.33.0), which the model-runner stand-in cannot verify yet."""
+    return "pad_spec_decode" in inspect.getsource(code.module("scheduler").Scheduler.schedule)
+
+
+@dataclass(frozen=True)
 class BuiltScheduler:
     scheduler: Any
     vllm_config: Any
@@ -105,6 +132,11 @@ def build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
     )
     vllm_config.scheduler_config.max_num_encoder_input_tokens = config.encoder_compute_budget
     vllm_config.scheduler_config.encoder_cache_size = config.encoder_cache_size
+    if config.num_speculative_tokens:
+        # after validation, as the engine core's config would arrive (EagleStandIn)
+        object.__setattr__(
+            vllm_config, "speculative_config", EagleStandIn(config.num_speculative_tokens)
+        )
     kv = code.module("kv_cache_interface")
     spec = kv.FullAttentionSpec(
         block_size=config.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32
@@ -122,6 +154,10 @@ def build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
         ),
         block_size=config.block_size,
     )
+    if config.num_speculative_tokens and not (
+        scheduler.use_eagle and scheduler.num_lookahead_tokens == config.num_speculative_tokens
+    ):
+        raise AssertionError("vLLM's Scheduler did not take the EAGLE stand-in's drafter")
     return BuiltScheduler(scheduler, vllm_config)
 
 

@@ -59,10 +59,19 @@ def sampled_token(num_outputs: int) -> int:
 class EngineWorker:
     """The runner stand-in: an encoder, a worker store and the KV blocks' contents."""
 
-    def __init__(self, encoder: Encoder, store: WorkerStore, num_blocks: int, block_size: int):
+    def __init__(
+        self,
+        encoder: Encoder,
+        store: WorkerStore,
+        num_blocks: int,
+        block_size: int,
+        drafter: bool = False,
+    ):
         self.encoder = encoder
         self.store = store
         self.block_size = block_size
+        #: an EAGLE drafter: after the target, every chunk's window shifted by one
+        self.drafter = drafter
         #: per vLLM block id, per slot: what the position's KV was computed from
         self.kv_sources: list[list[KVSource | None]] = [
             [None] * block_size for _ in range(num_blocks)
@@ -114,6 +123,7 @@ class EngineWorker:
                 gathers=tuple(gathers),
             )
         )
+        drafts = self._draft_gathers(order, starts, scheduler_output, requests)
         chunks: list[ScheduledChunk] = []
         sampled: list[list[int]] = []
         cursor = 0
@@ -131,6 +141,7 @@ class EngineWorker:
                         int(i) for i in scheduler_output.scheduled_encoder_inputs.get(req_id, ())
                     ),
                     gathered=tuple(rows[cursor : cursor + count]),
+                    draft_gathered=drafts.get(req_id, ()),
                 )
             )
             cursor += count
@@ -143,6 +154,40 @@ class EngineWorker:
             sampled_token_ids=sampled,
         )
         return WorkerAnswer(tuple(chunks), encoded, runner_output)
+
+    def _draft_gathers(
+        self,
+        order: Sequence[str],
+        starts: Mapping[str, int],
+        scheduler_output: Any,
+        requests: Mapping[str, tuple[EngineRequest, Any]],
+    ) -> dict[str, tuple[NDArray[Any], ...]]:
+        """The drafter's ``_gather_mm_embeddings(shift_computed_tokens=1)``, after the
+        target's, in the same store: per chunk ``[c, c + n)`` the window
+        ``[c + 1, c + n + 1)``; an item starting at ``c + n`` only if the store holds it
+        (0.33.0's runner falls back to token embeddings past the chunk; 0.22.1's
+        asserts — finding V21's note). The stand-in proposes no drafts."""
+        if not self.drafter:
+            return {}
+        held = self.store.held_hashes()
+        specs: dict[str, list[GatherSpec]] = {}
+        for req_id in order:
+            start = starts[req_id]
+            new = int(scheduler_output.num_scheduled_tokens[req_id])
+            window = chunk_gathers(requests[req_id][0], start + 1, new)
+            specs[req_id] = [
+                g for g in window if g.mm_position.offset < start + new or g.mm_hash in held
+            ]
+        rows = self.store.execute_step(
+            WorkerStep(freed_mm_hashes=(), encoder_outputs={},
+                       gathers=tuple(g for req_id in order for g in specs[req_id]))
+        )
+        drafts: dict[str, tuple[NDArray[Any], ...]] = {}
+        cursor = 0
+        for req_id in order:
+            drafts[req_id] = tuple(rows[cursor : cursor + len(specs[req_id])])
+            cursor += len(specs[req_id])
+        return drafts
 
     def _encode(
         self, scheduler_output: Any, requests: Mapping[str, tuple[EngineRequest, Any]]

@@ -4,7 +4,9 @@ Some properties ask more of a component when it offers more (the differential ch
 run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
 manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; ECD-6 when the
 encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
-``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``):
+``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``;
+SYS-11, SYS-12 and SYS-13 when the engine loop has the resets, ``update_weights`` or
+``num_speculative_tokens``):
 the child reports which extension members its object has, and the grader's proxy offers
 exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
@@ -18,6 +20,9 @@ from spec.components import (
     IdentityBlockHasher,
     RequestIdentifiedHasher,
     ResettableEncoderCache,
+    ResettableEngine,
+    SpeculativeEngine,
+    WeightUpdatableEngine,
 )
 
 #: component -> the extension Protocols its product may meet.
@@ -32,6 +37,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "hasher": (RequestIdentifiedHasher,),
     # ECD-6's optional capability
     "encoder_decoder_cache_manager": (ResettableEncoderCache,),
+    # SYS-11, SYS-12 and SYS-13's
+    "engine_loop": (ResettableEngine, WeightUpdatableEngine, SpeculativeEngine),
 }
 
 

@@ -139,7 +139,7 @@ def expected_decision(
             # SCH-6: the chunk would end inside the item: roll back before it (and
             # before the drafter's look-ahead reaches it) -- but never into the item
             # before it, which the proposed chunk covered whole.
-            out.num_new_tokens = rollback_target(request.items, i, computed, shift)
+            out.num_new_tokens = min(new, rollback_target(request.items, i, computed, shift))
             out.stop = ("rollback", i)
             out.outcomes[i] = "rolled_back"
         elif known is not None and known != n:
