@@ -175,9 +175,26 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         engine_loop=(
             engine_loop_factory(code, apis["engine_loop"]) if "engine_loop" in apis else None
         ),
-        implemented_by={"engine_loop": "vLLM's Scheduler (vllm.v1.core.sched.scheduler)"},
+        implemented_by={"engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else ""},
     )
     return adapter, reasons, apis
+
+
+def _engine_loop_modes(code: VllmCode) -> str:
+    """What the report header says of the engine loop: vLLM's Scheduler, and the modes
+    the engine machines run it in (SYS-11/12: the engine core's resets and pause
+    protocol; SYS-13: a drafter, where the adapter runs the release's)."""
+    from .engine_build import pads_new_decodes
+
+    drafter = (
+        "not run (schedule() pads placeholder drafts)"
+        if pads_new_decodes(code)
+        else "EAGLE stand-in config, no drafts proposed"
+    )
+    return (
+        "vLLM's Scheduler (vllm.v1.core.sched.scheduler); resets and weight updates: "
+        "EngineCore's own functions; drafter: " + drafter + "; async scheduling: not run"
+    )
 
 
 VLLM, SOURCE = load_vllm()

@@ -16,6 +16,12 @@ a tokenizer, a GPU or a hub.
   (:func:`max_tokens_per_item`) and calls ``compute_mm_encoder_budget``; the cache
   manager comes from ``EncoderCacheManager.create_manager`` (0.33; the constructor in
   0.22.1) inside ``__init__``.
+- **Drafter (SYS-13).** With ``num_speculative_tokens = k``, after validation, the
+  config's ``speculative_config`` is :class:`EagleStandIn` (a real EAGLE config loads a
+  draft model's from a hub); the ``Scheduler`` derives ``use_eagle`` and
+  ``num_lookahead_tokens`` from it, checked after construction. Releases whose
+  ``schedule()`` pads new decodes with placeholder drafts (:func:`pads_new_decodes`)
+  are refused by the engine loop.
 - **KV cache.** ``cache_config.num_gpu_blocks`` as the engine core sets it after
   profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
   more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
