@@ -16,7 +16,7 @@ property each, read beside SPEC.md's SCH section.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import example, given, note, reject
@@ -534,8 +534,13 @@ sch_no_duplicate_encode = hook_property(
 sch_whole_item_charged = hook_property(
     "sch_whole_item_charged", "SCH-4", whole_item_charged, focus="several"
 )
+#: V21's doorstep form (vLLM 0.22.1, found by this property's search): text, then an
+#: image the budget cannot take, a drafter shift of 1; the chunk from 0 must end at the
+#: image (1 token), not be cut to 0 for the look-ahead (the next step would be the same).
+_LOOKAHEAD_DOORSTEP = replace(_one_image_step(1, 1, 0, 2, 1, False), encoder_compute_budget=0)
 sch_doorstep_truncation = hook_property(
-    "sch_doorstep_truncation", "SCH-5", doorstep_truncation, focus="doorstep"
+    "sch_doorstep_truncation", "SCH-5", doorstep_truncation, focus="doorstep",
+    examples=(_LOOKAHEAD_DOORSTEP,),
 )
 #: Two adjacent images, a drafter shift of 1 and a chunk ending inside the second: the
 #: shifted rollback (0 + 3 -> 2 - 0 - 1 = 1) would cut the first image in half; the chunk
@@ -564,6 +569,9 @@ sch_no_partial_item_when_disabled = hook_property(
     no_partial_item_when_disabled,
     disable_chunked_mm_input=True,  # the clause is about this setting only
     focus="partial",
+    # (V21's rollback form, an image as long as the chunk after one text token, is left
+    # to the search: pinned here it would become the counterexample both releases show,
+    # in place of V11's and V12's; adapters/vllm/repro_lookahead_livelock.py shows it)
     examples=(_ADJACENT_IMAGES_WITH_SHIFT,),
 )
 sch_budget_accounting = hook_property(
