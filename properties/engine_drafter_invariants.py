@@ -1,5 +1,6 @@
-"""The check ``EngineDrafterMachine`` adds to the engine machine's (SYS-13): what the
-drafter is served, readable as the clause in SPEC.md."""
+"""The checks ``EngineDrafterMachine`` adds to the engine machine's: what the drafter is
+served (SYS-13) and how drafts are verified (SYS-14), readable as the clauses in
+SPEC.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from properties.framework import check
-from properties.models.engine import RequestFacts
+from properties.models.engine import RequestFacts, RequestProgress
+from spec.components import EngineSnapshot, ScheduledChunk
 
 
 def sys13_draft_rows(
@@ -47,3 +49,55 @@ def sys13_draft_rows(
         fell_back = len(served) == len(required)
         reached.append("draft_fallback" if fell_back else "draft_lookahead_served")
     return reached
+
+
+def sys14_draft_counts(
+    step: int, k: int, facts: RequestFacts, progress: RequestProgress, chunk: ScheduledChunk
+) -> tuple[int, int]:
+    """A chunk verifies at most ``k`` drafts, accepts a prefix of them, keeps at least
+    one position of its own, and carries drafts only right after the request's
+    ``P + g`` tokens. Returns (drafts, accepted)."""
+    drafts, accepted = chunk.num_draft_tokens, chunk.num_accepted_drafts
+    counts = (drafts, accepted, chunk.num_new_tokens)
+    check(
+        all(isinstance(x, int) and not isinstance(x, bool) for x in counts)
+        and 0 <= accepted <= drafts <= k
+        and drafts < chunk.num_new_tokens,
+        "SYS-14",
+        f"step {step}: {facts.request_id}'s chunk of {chunk.num_new_tokens!r} tokens "
+        f"reports {drafts!r} drafts, {accepted!r} accepted: a chunk verifies at most "
+        f"k = {k} drafts after at least one position of its own, and accepts some of them",
+    )
+    total = facts.num_tokens(progress.outputs)
+    own_end = chunk.num_computed_tokens + chunk.num_new_tokens - drafts
+    check(
+        drafts == 0 or own_end == total,
+        "SYS-14",
+        f"step {step}: {facts.request_id} verifies {drafts} drafts after "
+        f"[{chunk.num_computed_tokens}, {own_end}), but it has {total} tokens "
+        f"({facts.num_prompt_tokens} of prompt, {progress.outputs} generated): drafts "
+        "are proposed after a sample and follow the request's tokens",
+    )
+    return drafts, accepted
+
+
+def sys14_rejections_rolled_back(
+    step: int, chunk: ScheduledChunk, after: EngineSnapshot
+) -> None:
+    """After the step, a request that verified drafts has computed its own positions and
+    the accepted drafts, not the rejected ones."""
+    snap = after.requests.get(chunk.request_id)
+    if snap is None or snap.status != "running" or not chunk.num_draft_tokens:
+        return  # finished (or preempted since): nothing is left to roll back
+    expected = (
+        chunk.num_computed_tokens + chunk.num_new_tokens
+        - chunk.num_draft_tokens + chunk.num_accepted_drafts
+    )
+    check(
+        snap.num_computed_tokens == expected,
+        "SYS-14",
+        f"step {step}: {chunk.request_id} verified {chunk.num_draft_tokens} drafts in "
+        f"[{chunk.num_computed_tokens}, {chunk.num_computed_tokens + chunk.num_new_tokens}) "
+        f"and {chunk.num_accepted_drafts} were accepted, so {expected} positions are "
+        f"computed; the engine says {snap.num_computed_tokens} (rejected drafts roll back)",
+    )

@@ -1,4 +1,5 @@
-"""``EngineDrafterMachine``: the engine machine with an EAGLE-style drafter (SYS-13).
+"""``EngineDrafterMachine``: the engine machine with an EAGLE-style drafter (SYS-13,
+SYS-14).
 
 ``EngineMachine`` (:mod:`properties.engine_machine`) over engines built with
 ``EngineConfig.num_speculative_tokens`` k ∈ {1, 2}: the scheduling hook looks one
@@ -11,12 +12,14 @@ look-ahead slots, SYS-8's bounds are unchanged: the look-ahead may never cost a
 request its progress), and after every step the drafter's rows are checked
 (:func:`properties.engine_drafter_invariants.sys13_draft_rows`).
 
-What this mode does not have: the drafts themselves. A drafter proposes k tokens past
-``P + g`` and the target verifies them; positions past ``P + g`` hold no image, so the
-encoder outputs' residency — the question of this clause — does not depend on them,
-and the engines run here schedule none (no ``update_draft_token_ids``). Their
-verification (accepted and rejected drafts, SYS-10's one-token decodes) and async
-scheduling are the next step (docs/design/spec_decode_async.md).
+The drafts themselves (SYS-14): after a request samples, its drafter may propose up to
+k tokens, which its next chunk verifies as its last positions
+(``ScheduledChunk.num_draft_tokens``, ``num_accepted_drafts``); the machine checks
+where they sit and that rejected ones roll back, and follows the request by what was
+accepted (``1 + a`` tokens sampled). It does not predict acceptance: that is the
+engine's drafter and target, and SYS-6 judges an accepted draft by the KV it left.
+Requests ask for up to 5 tokens here, so that drafts are proposed, accepted and
+rejected. Async scheduling is the next step (docs/design/spec_decode_async.md).
 
 An engine without the capability (:class:`spec.components.SpeculativeEngine`, reporting
 the k it was built with) runs nothing here: every clause of this machine is not
@@ -31,7 +34,11 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from properties.engine_drafter_invariants import sys13_draft_rows
+from properties.engine_drafter_invariants import (
+    sys13_draft_rows,
+    sys14_draft_counts,
+    sys14_rejections_rolled_back,
+)
 from properties.engine_machine import (
     ENGINE_SUBJECT,
     ENGINE_USES,
@@ -40,10 +47,14 @@ from properties.engine_machine import (
 )
 from properties.engine_strategies import RawImage, scenarios
 from properties.framework import Parts, Runnable, clause_property, machine
-from spec.components import EngineSnapshot, SpeculativeEngine, StepOutput
+from properties.models.engine import RequestFacts, RequestProgress
+from spec.components import EngineSnapshot, ScheduledChunk, SpeculativeEngine, StepOutput
 from spec.types import EngineConfig
 
-DRAFTER_CLAUSES = ("SYS-13",)
+DRAFTER_CLAUSES = ("SYS-13", "SYS-14")
+
+#: requests ask for up to this many tokens: room for drafts after the first sample
+DRAFTER_MAX_NEW_TOKENS = 5
 
 
 def drafter_probe(parts: Parts) -> str | None:
@@ -76,7 +87,7 @@ def drafter_scenarios(draw: st.DrawFn) -> tuple[EngineConfig, tuple[RawImage, ..
     capabilities=tuple((c, drafter_probe) for c in (*SYS_CLAUSES, *DRAFTER_CLAUSES)),
 )
 def engine_drafter_machine(parts: Parts) -> Runnable:
-    """SYS-1..10 and SYS-13: the engine machine with a drafter (where the engine has
+    """SYS-1..10, SYS-13 and SYS-14: the engine machine with a drafter (where the engine has
     one; without, nothing runs: every clause of it is not provided)."""
     if drafter_probe(parts) is not None:
         # no machine name: no transition is owed by a run that judges nothing
@@ -85,7 +96,7 @@ def engine_drafter_machine(parts: Parts) -> Runnable:
 
 
 def engine_drafter_machine_class(parts: Parts) -> type[Any]:
-    base: Any = engine_machine_class(parts, drafter_scenarios())
+    base: Any = engine_machine_class(parts, drafter_scenarios(), DRAFTER_MAX_NEW_TOKENS)
 
     class EngineDrafterMachine(base):  # type: ignore[misc]
         def check_step(
@@ -98,10 +109,23 @@ def engine_drafter_machine_class(parts: Parts) -> type[Any]:
             # the drafter's rows, kept before the target's checks spoil what they read
             drafts = [tuple(np.copy(rows) for rows in c.draft_gathered) for c in out.chunks]
             facts = [self.model.facts[c.request_id] for c in out.chunks]
+            for chunk in out.chunks:
+                sys14_rejections_rolled_back(self.steps, chunk, after)
             super().check_step(live_before, before, out, after)
             for chunk, chunk_facts, served in zip(out.chunks, facts, drafts, strict=True):
                 start, new = chunk.num_computed_tokens, chunk.num_new_tokens
                 for transition in sys13_draft_rows(self.steps, chunk_facts, start, new, served):
                     self.reached(transition)
+
+        def check_drafts(
+            self, facts: RequestFacts, progress: RequestProgress, chunk: ScheduledChunk
+        ) -> tuple[int, int]:
+            k = self.config.num_speculative_tokens
+            drafts, accepted = sys14_draft_counts(self.steps, k, facts, progress, chunk)
+            if accepted:
+                self.reached("draft_accepted")
+            if accepted < drafts:
+                self.reached("draft_rejected")
+            return drafts, accepted
 
     return EngineDrafterMachine

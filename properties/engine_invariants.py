@@ -37,7 +37,13 @@ from properties.models.engine import (
     RequestProgress,
     ceil_div,
 )
-from spec.components import EngineLoop, EngineSnapshot, RequestSnapshot, StepOutput
+from spec.components import (
+    EngineLoop,
+    EngineSnapshot,
+    RequestSnapshot,
+    ScheduledChunk,
+    StepOutput,
+)
 from spec.errors import (
     AdmissionError,
     InvalidInputError,
@@ -670,6 +676,16 @@ def sys10_chunk_position(
                 f"{request_id} computes [{start}, {start + new}), which ends inside "
                 f"image {facts.labels[index]} at [{offset}, {end})",
             )
+
+
+def sys10_no_drafts(step: int, chunk: ScheduledChunk) -> None:
+    """Without a drafter a chunk verifies no drafts: decodes are one token."""
+    check(
+        chunk.num_draft_tokens == 0 and chunk.num_accepted_drafts == 0,
+        "SYS-10",
+        f"step {step}: {chunk.request_id}'s chunk reports {chunk.num_draft_tokens!r} "
+        f"drafts ({chunk.num_accepted_drafts!r} accepted), but the engine runs no drafter",
+    )
 
 
 def sys10_finished_exactly(step: int, finished: Sequence[str], expected: set[str]) -> None:

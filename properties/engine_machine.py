@@ -69,6 +69,7 @@ from properties.engine_invariants import (
     sys10_chunk_position,
     sys10_finished_exactly,
     sys10_holds_the_unfinished,
+    sys10_no_drafts,
     sys10_snapshot_agrees,
     sys10_step_requests,
     sys10_unknown_refused,
@@ -110,7 +111,7 @@ from properties.framework import (
     note,
 )
 from properties.models.engine import EngineModel, RequestFacts, RequestProgress
-from spec.components import EngineLoop, EngineSnapshot, StepOutput
+from spec.components import EngineLoop, EngineSnapshot, ScheduledChunk, StepOutput
 from spec.errors import AdmissionError
 from spec.types import EngineConfig
 from spec.weights import rows_at_weights_version
@@ -148,11 +149,13 @@ def engine_machine(parts: Parts) -> Runnable:
 def engine_machine_class(
     parts: Parts,
     scenario_strategy: st.SearchStrategy[tuple[EngineConfig, tuple[RawImage, ...]]] | None = None,
+    max_new_tokens: int = 3,
 ) -> type[RuleBasedStateMachine]:
     """The ``EngineMachine`` class over the adapter's parts
     (:mod:`properties.engine_reset_machine` extends it with resets and weight updates,
     :mod:`properties.engine_drafter_machine` runs it with a drafter's configs:
-    ``scenario_strategy``, the engine and images ``setup`` draws)."""
+    ``scenario_strategy``, the engine and images ``setup`` draws, and requests of up to
+    ``max_new_tokens`` outputs, so that drafts are proposed and verified)."""
     drawn = scenarios() if scenario_strategy is None else scenario_strategy
     engine_parts = parts.engine_parts()
 
@@ -229,7 +232,7 @@ def engine_machine_class(
         # --- rules -----------------------------------------------------------------------
 
         @precondition(lambda self: len(self.model.live) < MAX_LIVE)
-        @rule(target=requests, data=st.data(), max_new=st.integers(1, 3))
+        @rule(target=requests, data=st.data(), max_new=st.integers(1, max_new_tokens))
         def add_request(self, data: st.DataObject, max_new: int) -> object:
             request_id = self.add_one(data, max_new)
             return multiple() if request_id is None else request_id
@@ -243,7 +246,8 @@ def engine_machine_class(
             """Arrivals in one step (mostly several): their prefills run side by side."""
             added = []
             for _ in range(min(count, MAX_LIVE - len(self.model.live))):
-                request_id = self.add_one(data, data.draw(st.integers(1, 3), label="max_new"))
+                max_new = data.draw(st.integers(1, max_new_tokens), label="max_new")
+                request_id = self.add_one(data, max_new)
                 if request_id is not None:
                     added.append(request_id)
             return multiple(*added)
@@ -464,20 +468,24 @@ def engine_machine_class(
                 facts = model.facts[chunk.request_id]
                 progress = model.progress[chunk.request_id]
                 start, new = chunk.num_computed_tokens, chunk.num_new_tokens
-                sys10_chunk_position(step, config, facts, progress, start, new)
+                # the chunk's own part: the drafts it verifies follow it (SYS-14)
+                drafts, accepted = self.check_drafts(facts, progress, chunk)
+                sys10_chunk_position(step, config, facts, progress, start, new - drafts)
                 for transition in chunk_transitions(
-                    facts, progress, start, new, budget_left, encoded_set
+                    facts, progress, start, new - drafts, budget_left, encoded_set
                 ):
                     self.reached(transition)
                 budget_left -= new
                 self.check_gathered(facts, progress, start, new, chunk.gathered)
-                end = start + new
+                end = start + new - drafts
                 if progress.start is None:
                     progress.start = start
                 progress.running = True
-                progress.computed = end
+                # accepted drafts are computed positions; rejected ones roll back
+                progress.computed = end + accepted
                 if end == facts.num_prompt_tokens + progress.outputs:
-                    progress.outputs += 1
+                    left = facts.request.max_new_tokens - progress.outputs
+                    progress.outputs += min(1 + accepted, left)
                 if not progress.prefill_done and end >= facts.num_prompt_tokens:
                     progress.prefill_done = True
                     sys2_splice(
@@ -513,6 +521,14 @@ def engine_machine_class(
 
             self.check_resources(after, out.freed_mm_hashes)
             self.check_snapshot(after)
+
+        def check_drafts(
+            self, facts: RequestFacts, progress: RequestProgress, chunk: ScheduledChunk
+        ) -> tuple[int, int]:
+            """The chunk's drafts and how many were accepted: none without a drafter
+            (SYS-10's one-token decodes); ``EngineDrafterMachine`` checks them (SYS-14)."""
+            sys10_no_drafts(self.steps, chunk)
+            return 0, 0
 
         def check_gathered(
             self,

@@ -77,6 +77,11 @@ def said_step(
                 facts.labels[i] for i in chunk.encoder_inputs if i < len(facts.labels)
             ]
             text += f" encoding {'+'.join(encoded)}"
+        if chunk.num_draft_tokens:
+            text += (
+                f" verifying {chunk.num_draft_tokens} drafts at its end "
+                f"({chunk.num_accepted_drafts} accepted)"
+            )
         parts_.append(text)
     line = f"step {step}: " + ("; ".join(parts_) or "nothing scheduled")
     if out.freed_mm_hashes:

@@ -32,7 +32,7 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
    worker step: drop the freed hashes, store the encodes, gather each chunk's rows
    (``WorkerStore.execute_step``). Every computed position's KV source is written into
    its KV block.
-5. **Update**: advance ``num_computed_tokens``; cache the newly full KV blocks (prompt
+5. **Update**: advance ``num_computed_tokens`` (less the rejected drafts); cache the newly full KV blocks (prompt
    and generated tokens alike) under their block hashes; a request that caught up with
    its ``num_tokens`` samples a token (the first when its prefill completes, the next
    when a resumed request has recomputed its prompt and generated tokens; then one per
@@ -57,11 +57,18 @@ item with more embeddings than the per-step encoder budget or the encoder cache,
 item longer than the token budget when chunked multimodal input is disabled, or a
 prompt whose KV (``len(prompt) + max_new_tokens - 1`` positions) exceeds the KV cache.
 
-Simplifications against vLLM: one KV cache group; no speculative decoding (shift 0),
-no async scheduling (no output placeholders); docs/engine.md's fidelity table lists
-every symbol named here and where the loop differs.
+With a drafter (SYS-13, SYS-14; ``EngineConfig.num_speculative_tokens = k``): the hook
+looks one position ahead, running requests reserve ``k`` look-ahead KV slots, the
+drafter gathers every chunk's window shifted by one after the target, and after each
+sample it proposes up to ``k`` drafts (``Scheduler.update_draft_token_ids``), which the
+request's next chunk verifies as its last positions; the rejected ones roll back in the
+update (``num_computed_tokens -= num_rejected``).
 
-Over 400 lines (723) because one engine step as SPEC.md's engine section orders it, read
+Simplifications against vLLM: one KV cache group; no async scheduling (no output
+placeholders); docs/engine.md's fidelity table lists every symbol named here and where
+the loop differs.
+
+Over 400 lines (842) because one engine step as SPEC.md's engine section orders it, read
 top to bottom; split, the step's order would no longer be visible in one place.
 """
 
@@ -179,6 +186,27 @@ def sampled_token_id(num_outputs: int) -> int:
     return num_outputs
 
 
+def draft_token_id(num_prompt_tokens: int, output_index: int) -> int:
+    """The simulated drafter's guess at a request's ``output_index``-th output: right
+    (``sampled_token_id``) except where ``num_prompt_tokens + output_index`` is a
+    multiple of 3, so that requests see drafts accepted, rejected and accepted in part
+    (SYS-14). Any guess would do: the target verifies it."""
+    right = sampled_token_id(output_index)
+    return right + 1 if (num_prompt_tokens + output_index) % 3 == 0 else right
+
+
+def accepted_drafts(num_outputs: int, drafts: Sequence[int]) -> int:
+    """How many of ``drafts`` the target accepts after ``num_outputs`` outputs: the
+    longest prefix equal to what it samples at those positions (the rejection sampler
+    of a greedy target)."""
+    accepted = 0
+    for index, draft in enumerate(drafts):
+        if draft != sampled_token_id(num_outputs + index):
+            break
+        accepted += 1
+    return accepted
+
+
 class KVBlockPool:
     """KV blocks with prefix caching (vLLM ``BlockPool`` in miniature).
 
@@ -275,6 +303,8 @@ class _Request:
     status: Literal["waiting", "running"] = "waiting"
     num_computed_tokens: int = 0
     output_token_ids: list[int] = field(default_factory=list)
+    #: the drafter's proposals after the last sample, not yet scheduled (SYS-14)
+    spec_token_ids: list[int] = field(default_factory=list)
     block_ids: list[int] = field(default_factory=list)
     #: blocks already registered in the prefix cache (or served from it)
     num_cached_blocks: int = 0
@@ -291,10 +321,14 @@ class _Request:
     def num_tokens(self) -> int:
         return self.num_prompt_tokens + len(self.output_token_ids)
 
-    def token_at(self, position: int) -> int:
+    def token_at(self, position: int, drafts: Sequence[int] = ()) -> int:
+        """The token at ``position``: the prompt's, a generated one, then ``drafts``."""
         if position < self.num_prompt_tokens:
             return self.request.token_ids[position]
-        return self.output_token_ids[position - self.num_prompt_tokens]
+        generated = position - self.num_prompt_tokens
+        if generated < len(self.output_token_ids):
+            return self.output_token_ids[generated]
+        return drafts[generated - len(self.output_token_ids)]
 
 
 @dataclass
@@ -305,6 +339,10 @@ class _Scheduled:
     num_computed_tokens: int
     num_new_tokens: int
     decision: ScheduleDecision
+    #: the drafts this chunk verifies, its last positions (SYS-14)
+    drafts: tuple[int, ...] = ()
+    #: how many of them the target accepted (set when the step executes)
+    accepted: int = 0
 
 
 @dataclass
@@ -426,6 +464,7 @@ class EngineLoop:
         self._release(state)
         state.status = "waiting"
         state.num_computed_tokens = 0
+        state.spec_token_ids = []  # drafts are proposed again after the next sample
         self._waiting.appendleft(state)
 
     def _release(self, state: _Request) -> None:
@@ -494,7 +533,9 @@ class EngineLoop:
     ) -> ScheduleDecision:
         """The hook, on the chunk the token budget allows from ``computed``, with what is
         left of this step's encoder budget."""
-        proposed = min(state.num_tokens - computed, budget.tokens)
+        # a running request's drafts are scheduled after its tokens (SYS-14)
+        wanted = state.num_tokens + len(state.spec_token_ids) - computed
+        proposed = min(wanted, budget.tokens)
         if self._lookahead:  # the drafter reads one position ahead (SYS-13)
             return self._hook.try_schedule_encoder_inputs(
                 state.view, computed, proposed, budget.encoder, self._cache,
@@ -528,9 +569,18 @@ class EngineLoop:
             if state.status != "running":
                 break  # it preempted itself: nothing else can fit either
             state.block_ids += self._kv.allocate(max(0, needed))
-            self._commit(_Scheduled(state, computed, new, decision), budget, scheduled)
+            drafts = self._drafts_reached(state, computed, new)
+            state.spec_token_ids = []  # the rest are dropped: new ones follow a sample
+            self._commit(_Scheduled(state, computed, new, decision, drafts), budget, scheduled)
             index += 1
         return preempted
+
+    @staticmethod
+    def _drafts_reached(state: _Request, computed: int, new: int) -> tuple[int, ...]:
+        """The drafts the chunk ``[computed, computed + new)`` verifies: those its
+        positions past ``P + g`` reach (vLLM's running loop cuts ``spec_token_ids`` to
+        ``num_new_tokens + num_computed_tokens − num_tokens``)."""
+        return tuple(state.spec_token_ids[: max(0, computed + new - state.num_tokens)])
 
     def _schedule_waiting(self, budget: _StepBudget, scheduled: list[_Scheduled]) -> None:
         """Waiting requests in order, each starting from its longest cached prefix. One
@@ -607,6 +657,8 @@ class EngineLoop:
             gathered = tuple(rows[cursor : cursor + count])
             cursor += count
             self._write_kv(entry)
+            # the target verifies the chunk's drafts (the runner's rejection sampler)
+            entry.accepted = accepted_drafts(len(entry.state.output_token_ids), entry.drafts)
             chunks.append(
                 ScheduledChunk(
                     request_id=entry.state.request_id,
@@ -615,6 +667,8 @@ class EngineLoop:
                     encoder_inputs=entry.decision.encoder_inputs_to_schedule,
                     gathered=gathered,
                     draft_gathered=draft,
+                    num_draft_tokens=len(entry.drafts),
+                    num_accepted_drafts=entry.accepted,
                 )
             )
         return chunks
@@ -682,11 +736,13 @@ class EngineLoop:
         start = entry.num_computed_tokens
         for position in range(start, start + entry.num_new_tokens):
             block = state.block_ids[position // block_size]
-            self._kv.sources[block][position % block_size] = self._source(state, position)
+            self._kv.sources[block][position % block_size] = self._source(
+                state, position, entry.drafts
+            )
             self._kv.versions[block][position % block_size] = self._weights_version
 
     @staticmethod
-    def _source(state: _Request, position: int) -> KVSource:
+    def _source(state: _Request, position: int, drafts: Sequence[int]) -> KVSource:
         for item in state.request.items:
             placeholder = item.mm_position
             if placeholder.offset <= position < placeholder.end:
@@ -695,18 +751,25 @@ class EngineLoop:
                     row, _ = placeholder.get_embeds_indices_in_range(relative, relative)
                     return ("embed", item.mm_hash, row)
                 break
-        return ("token", state.token_at(position))
+        return ("token", state.token_at(position, drafts))
 
     def _update(self, scheduled: Sequence[_Scheduled]) -> list[str]:
         finished: list[str] = []
         for entry in scheduled:
             state = entry.state
-            state.num_computed_tokens = entry.num_computed_tokens + entry.num_new_tokens
-            self._cache_full_blocks(state)
-            if state.num_computed_tokens == state.num_tokens:
-                state.output_token_ids.append(sampled_token_id(len(state.output_token_ids)))
+            rejected = len(entry.drafts) - entry.accepted
+            end = entry.num_computed_tokens + entry.num_new_tokens - len(entry.drafts)
+            if end == state.num_tokens:  # the chunk reached P + g: it samples 1 + a
+                samples = min(1 + entry.accepted,
+                              state.request.max_new_tokens - len(state.output_token_ids))
+                for _ in range(samples):
+                    state.output_token_ids.append(sampled_token_id(len(state.output_token_ids)))
                 if state.num_tokens // self._kv.block_size > len(state.block_hashes):
                     state.block_hashes = self._block_hashes(state.request, state.output_token_ids)
+                self._propose_drafts(state)
+            # rejected drafts roll back: their positions are computed again
+            state.num_computed_tokens = entry.num_computed_tokens + entry.num_new_tokens - rejected
+            self._cache_full_blocks(state)
             self._free_encoder_inputs(state)
             if len(state.output_token_ids) >= state.request.max_new_tokens:
                 self._running.remove(state)
@@ -715,12 +778,23 @@ class EngineLoop:
                 finished.append(state.request_id)
         return finished
 
+    def _propose_drafts(self, state: _Request) -> None:
+        """The drafter's proposals after a sample (``update_draft_token_ids``): up to
+        ``k``, and only drafts of outputs the request can still generate, so that its
+        drafts and look-ahead slots stay within the KV positions admission counted
+        (``P + max_new_tokens − 1 + k``)."""
+        left = state.request.max_new_tokens - len(state.output_token_ids) - 1
+        state.spec_token_ids = [
+            draft_token_id(state.num_prompt_tokens, len(state.output_token_ids) + index)
+            for index in range(min(self._lookahead, left))
+        ]
+
     def _cache_full_blocks(self, state: _Request) -> None:
         """Register the newly full, computed blocks under their hashes (prompt and
         generated tokens alike, as ``KVCacheManager.allocate_slots`` caches up to
         ``num_tokens``)."""
-        full = state.num_computed_tokens // self._kv.block_size
-        for index in range(state.num_cached_blocks, min(full, len(state.block_hashes))):
+        full = min(state.num_computed_tokens // self._kv.block_size, len(state.block_hashes))
+        for index in range(state.num_cached_blocks, full):
             self._kv.cache(state.block_ids[index], state.block_hashes[index])
         state.num_cached_blocks = max(state.num_cached_blocks, full)
 

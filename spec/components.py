@@ -435,6 +435,14 @@ class ScheduledChunk:
     #: starting at ``c + n`` left out where the worker does not hold it (token
     #: embeddings stand in: the drafter's fallback)
     draft_gathered: tuple[NDArray[Any], ...] = ()
+    #: with a drafter (SYS-14): the chunk's last ``num_draft_tokens`` positions are the
+    #: drafter's proposals, verified by the target this step; they follow the request's
+    #: ``P + g`` tokens, so the chunk's own part ``[c, c + n − d)`` ends at ``P + g``
+    num_draft_tokens: int = 0
+    #: how many of the drafts the target accepted (a prefix of them): the step samples
+    #: ``1 + num_accepted_drafts`` tokens (fewer if the request reaches
+    #: ``max_new_tokens``) and ``num_computed_tokens`` becomes ``c + n − d + a``
+    num_accepted_drafts: int = 0
 
 
 @dataclass(frozen=True)
