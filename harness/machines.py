@@ -18,7 +18,7 @@ Hypothesis profile).
 cache pair (``spec.components.ItemCache``); ``engine_resets(factory)`` SYS-1..12's
 ``EngineResetMachine``, over an engine loop with the optional resets
 (``ResettableEngine``) and/or weight updates (``WeightUpdatableEngine``);
-``engine_drafter(factory)`` SYS-1..10 and SYS-13's ``EngineDrafterMachine``, over an
+``engine_drafter(factory)`` SYS-1..10, SYS-13 and SYS-14's ``EngineDrafterMachine``, over an
 engine loop that runs a drafter (``SpeculativeEngine``).
 
 Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
@@ -137,7 +137,7 @@ def engine_drafter(
     factory: Callable[[EngineConfig, EngineParts], EngineLoop],
     **components: Callable[..., Any],
 ) -> type[RuleBasedStateMachine]:
-    """SYS-1..10 and SYS-13's machine (``EngineDrafterMachine``) over
+    """SYS-1..10, SYS-13 and SYS-14's machine (``EngineDrafterMachine``) over
     ``factory(config, parts)`` built with a drafter (``num_speculative_tokens`` 1 or 2);
     an engine without one is refused."""
     parts = _engine_parts(factory, components)

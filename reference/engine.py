@@ -32,12 +32,12 @@ miniature what vLLM v1's ``Scheduler.schedule()``, the model runner and
    worker step: drop the freed hashes, store the encodes, gather each chunk's rows
    (``WorkerStore.execute_step``). Every computed position's KV source is written into
    its KV block.
-5. **Update**: advance ``num_computed_tokens`` (less the rejected drafts); cache the newly full KV blocks (prompt
-   and generated tokens alike) under their block hashes; a request that caught up with
-   its ``num_tokens`` samples a token (the first when its prefill completes, the next
-   when a resumed request has recomputed its prompt and generated tokens; then one per
-   decode step; decode tokens are text);
-   release the encoder inputs whose ranges are fully computed
+5. **Update**: advance ``num_computed_tokens`` (less the rejected drafts); a request
+   that caught up with its ``num_tokens`` samples a token (the first when its prefill
+   completes, the next when a resumed request has recomputed its prompt and generated
+   tokens; then one per decode step, and one more per accepted draft; decode tokens
+   are text); cache the newly full KV blocks (prompt and generated tokens alike) under
+   their block hashes; release the encoder inputs whose ranges are fully computed
    (``Scheduler._free_encoder_inputs``);
    finish a request with ``max_new_tokens`` outputs and release its KV blocks and
    encoder references.

@@ -152,3 +152,53 @@ def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: 
     # token from 0 (no hit), samples the 2nd, then decodes the 3rd
     r4 = [c for c in chunks if c[0] == "r4"]
     assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4
+
+
+_DRAFTER_RUN = _RUN.split("sys.setprofile(constructing)")[0] + r"""
+engine = a.ADAPTER.engine_loop(
+    EngineConfig(token_budget=8, num_kv_blocks=16, num_speculative_tokens=2), parts
+)
+scheduler = engine.scheduler
+for name in ("schedule", "update_from_output", "update_draft_token_ids"):
+    setattr(scheduler, name, watched(getattr(scheduler, name)))
+hasher = a.ADAPTER.hasher()
+A = b"A" * 16
+item = MultiModalItem(hasher.hash_item(A), PlaceholderRange(2, 3))
+engine.add_request(EngineRequest("r1", (1, 2, 9, 9, 9, 3, 4), (item,), (A,), 6))
+chunks = []
+for _ in range(8):
+    if "r1" not in engine.snapshot().requests:
+        break
+    for c in engine.step().chunks:
+        chunks.append((c.num_computed_tokens, c.num_new_tokens, c.num_draft_tokens,
+                       c.num_accepted_drafts))
+print(json.dumps({"called": sorted(called), "vllm_functions": sorted(vllm_functions),
+                  "chunks": chunks, "left": sorted(engine.snapshot().requests)}))
+"""
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_drafts_go_through_vllms_scheduler(version: str) -> None:
+    """SYS-14 through vLLM's code: the stand-in drafter's proposals reach
+    ``Scheduler.update_draft_token_ids``, the scheduler schedules them after the
+    request's token and rolls back what the stand-in target rejected; none of it calls
+    the project's code."""
+    tree = vllm_tree(version)
+    completed = subprocess.run(
+        [sys.executable, "-c", _DRAFTER_RUN, str(ROOT)],
+        cwd=ROOT,
+        env=child_env(tree),
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert result["called"] == [], "vLLM's scheduler called the project's code"
+    assert "update_draft_token_ids" in result["vllm_functions"]
+    # P = 7, k = 2; draft_token_id is wrong where 7 + output index is a multiple of 3.
+    # The prefill samples output 0; drafts for outputs 1 (right) and 2 (wrong): one
+    # accepted, outputs 1 and 2 sampled, one position rolled back (9 computed); drafts
+    # for outputs 3 and 4 (both right): outputs 3, 4, 5, and r1 has its 6
+    chunks = [tuple(c) for c in result["chunks"]]
+    assert chunks == [(0, 7, 0, 0), (7, 3, 2, 1), (9, 3, 2, 2)], chunks
+    assert result["left"] == []

@@ -183,14 +183,12 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
 def _engine_loop_modes(code: VllmCode) -> str:
     """What the report header says of the engine loop: vLLM's Scheduler, and the modes
     the engine machines run it in (SYS-11/12: the engine core's resets and pause
-    protocol; SYS-13: a drafter, where the adapter runs the release's)."""
+    protocol; SYS-13/14: a drafter and its drafts)."""
     from .engine_build import pads_new_decodes
 
-    drafter = (
-        "not run (schedule() pads placeholder drafts)"
-        if pads_new_decodes(code)
-        else "EAGLE stand-in config, no drafts proposed"
-    )
+    drafter = "EAGLE stand-in config, drafts proposed and verified by the runner stand-in"
+    if pads_new_decodes(code):
+        drafter += " (schedule() also pads a new decode with -1 drafts)"
     return (
         "vLLM's Scheduler (vllm.v1.core.sched.scheduler); resets and weight updates: "
         "EngineCore's own functions; drafter: " + drafter + "; async scheduling: not run"

@@ -33,7 +33,7 @@ from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
 from spec.types import EngineConfig, EngineRequest
 
 from .engine_admission import admission_problem, check_config, validate_request
-from .engine_build import build_scheduler, machine_block_id, pads_new_decodes
+from .engine_build import build_scheduler, machine_block_id
 from .engine_core import ExecutorStandIn, core_shim
 from .engine_worker import EngineWorker
 from .requests_bridge import vllm_feature
@@ -48,16 +48,6 @@ class VllmEngineLoop:
 
     def __init__(self, code: VllmCode, api: Api, config: EngineConfig, parts: EngineParts):
         check_config(config)
-        if config.num_speculative_tokens and pads_new_decodes(code):
-            # SYS-13 is "not provided" for such a release (the drafter machine's probe
-            # reads this): its schedule() pads a new decode to 1 + k placeholder drafts,
-            # whose verification the model-runner stand-in does not do yet
-            # (docs/design/spec_decode_async.md)
-            raise InvalidInputError(
-                "the vLLM adapter does not run this release's drafter yet: its schedule() "
-                "pads new decodes with placeholder drafts the model-runner stand-in cannot "
-                f"verify (num_speculative_tokens={config.num_speculative_tokens})"
-            )
         self._code = code
         self._config = config
         built = build_scheduler(code, config)
@@ -86,6 +76,11 @@ class VllmEngineLoop:
         if id(kv) not in _none_hash_ready:
             kv.init_none_hash(hash_fn)
             _none_hash_ready.add(id(kv))
+        # with an EAGLE drafter 0.33.0 hashes each block with the token after it
+        # (``num_hash_lookahead_tokens``), as the engine core's hasher does
+        lookahead = int(getattr(self.scheduler, "num_hash_lookahead_tokens", 0))
+        if lookahead:
+            return kv.get_request_block_hasher(self._config.block_size, hash_fn, lookahead)
         return kv.get_request_block_hasher(self._config.block_size, hash_fn)
 
     # --- requests -------------------------------------------------------------------
@@ -128,8 +123,8 @@ class VllmEngineLoop:
             self.scheduler.prev_step_scheduled_req_ids.discard(request_id)
 
     def num_speculative_tokens(self) -> int:
-        """The drafter's ``k`` (SYS-13): vLLM's ``Scheduler.num_lookahead_tokens`` with
-        the EAGLE stand-in config; the stand-in runner proposes no drafts."""
+        """The drafter's ``k`` (SYS-13, SYS-14): vLLM's ``Scheduler.num_lookahead_tokens``
+        with the EAGLE stand-in config; the stand-in runner verifies and proposes drafts."""
         return int(self.scheduler.num_lookahead_tokens)
 
     # --- between steps: vLLM's engine core resets and pauses (SYS-11, SYS-12) --------
@@ -182,6 +177,8 @@ class VllmEngineLoop:
         )
         for request_id in finished:
             del self._requests[request_id]
+        if self._config.num_speculative_tokens:
+            self._post_step(scheduler_output, [c.request_id for c in answer.chunks])
         return StepOutput(
             chunks=answer.chunks,
             encoded_mm_hashes=answer.encoded_mm_hashes,
@@ -189,6 +186,18 @@ class VllmEngineLoop:
             preempted=preempted,
             finished=finished,
         )
+
+    def _post_step(self, scheduler_output: Any, order: list[str]) -> None:
+        """``EngineCore.post_step`` with a drafter (sync scheduling): the drafter's
+        proposals go to ``Scheduler.update_draft_token_ids``; none in a step whose
+        ``SchedulerOutput`` says they would go unused (0.33.0's ``skip_drafts``)."""
+        if getattr(scheduler_output, "skip_drafts", False):
+            return
+        req_ids, drafts = self._worker.propose(
+            self._config.num_speculative_tokens, order, self._requests
+        )
+        draft_token_ids = self._code.module("outputs").DraftTokenIds
+        self.scheduler.update_draft_token_ids(draft_token_ids(req_ids, drafts))
 
     def _block_ids(self, request_id: str) -> list[int]:
         """vLLM's block table of the request (its one KV cache group)."""

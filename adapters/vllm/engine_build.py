@@ -19,9 +19,9 @@ a tokenizer, a GPU or a hub.
 - **Drafter (SYS-13).** With ``num_speculative_tokens = k``, after validation, the
   config's ``speculative_config`` is :class:`EagleStandIn` (a real EAGLE config loads a
   draft model's from a hub); the ``Scheduler`` derives ``use_eagle`` and
-  ``num_lookahead_tokens`` from it, checked after construction. Releases whose
-  ``schedule()`` pads new decodes with placeholder drafts (:func:`pads_new_decodes`)
-  are refused by the engine loop.
+  ``num_lookahead_tokens`` from it, checked after construction. Where ``schedule()``
+  pads new decodes with placeholder drafts (:func:`pads_new_decodes`, 0.33.0) the
+  runner stand-in verifies them like any draft (a ``-1`` is never accepted).
 - **KV cache.** ``cache_config.num_gpu_blocks`` as the engine core sets it after
   profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
   more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
@@ -83,16 +83,29 @@ def max_tokens_per_item(config: EngineConfig) -> int:
 
 @dataclass(frozen=True)
 class EagleStandIn:
-    """What vLLM 0.22.1's ``Scheduler.__init__`` reads of a ``SpeculativeConfig``
-    (scheduler.py:211-220: ``num_speculative_tokens``, ``use_eagle()``,
-    ``uses_draft_model()``) for an EAGLE drafter of ``k`` tokens: a real one would load a
-    draft model's config from a hub. The scheduler derives ``use_eagle`` (the hook's
-    shift of 1, the KV manager's EAGLE block drop) and ``num_lookahead_tokens = k``
-    from it, as from the real one; nothing else of vLLM's reads it here (structured
-    output, which would, is not used)."""
+    """What vLLM reads of a ``SpeculativeConfig`` for an EAGLE drafter of ``k`` tokens,
+    with the real config's defaults: a real one would load a draft model's config from
+    a hub. 0.22.1's ``Scheduler.__init__`` reads ``num_speculative_tokens``,
+    ``use_eagle()`` and ``uses_draft_model()`` (scheduler.py:211-220); 0.33.0 reads them
+    through ``VllmConfig``'s properties (config/vllm.py:612-692: ``use_dflash()``,
+    ``use_dspark()``, ``use_multi_module_mtp()``, ``use_eagle_block_drop()``,
+    ``disable_lookahead_block_hashes``) and in ``__init__``/``schedule()``
+    (``num_speculative_tokens_per_batch_size``, ``needs_eagle_block_drop()``,
+    ``disable_eagle_block_drop``, ``max_num_new_slots_for_drafting``, 0 for EAGLE;
+    ``parallel_drafting``, which decides for the V2 model runner).
+    The scheduler derives ``use_eagle`` (the hook's shift of 1), ``num_lookahead_tokens
+    = k`` and, in 0.33.0 with prefix caching, lookahead block hashes of 1 token from
+    it, as from the real one. An attribute a release reads beyond these raises
+    ``AttributeError`` (the frozen dataclass has no others): the engine machines
+    then report its clauses not provided, naming the attribute."""
 
     num_speculative_tokens: int
     method: str = "eagle"
+    num_speculative_tokens_per_batch_size: None = None
+    disable_eagle_block_drop: bool = False
+    disable_lookahead_block_hashes: bool = False
+    max_num_new_slots_for_drafting: int = 0
+    parallel_drafting: bool = False
 
     def use_eagle(self) -> bool:
         return True
@@ -100,10 +113,25 @@ class EagleStandIn:
     def uses_draft_model(self) -> bool:
         return False
 
+    def use_dflash(self) -> bool:
+        return False
+
+    def use_dspark(self) -> bool:
+        return False
+
+    def use_multi_module_mtp(self) -> bool:
+        return False
+
+    def needs_eagle_block_drop(self) -> bool:
+        return True
+
+    def use_eagle_block_drop(self) -> bool:
+        return not self.disable_eagle_block_drop
+
 
 def pads_new_decodes(code: VllmCode) -> bool:
     """Whether the release's ``schedule()`` pads a new decode to ``1 + k`` placeholder
-    drafts (0.33.0), which the model-runner stand-in cannot verify yet."""
+    drafts of ``-1`` (0.33.0: said in the report header)."""
     return "pad_spec_decode" in inspect.getsource(code.module("scheduler").Scheduler.schedule)
 
 

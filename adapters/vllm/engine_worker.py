@@ -15,6 +15,14 @@ runner keeps them (``_update_states``): the snapshot reads the scheduler's block
 shows as KV computed from the wrong source. A request whose chunk reaches its
 ``num_tokens`` samples a token (a partial prefill's sample is discarded, as the runner
 does); no logprobs.
+
+With a drafter (SYS-14) the chunk's ``scheduled_spec_decode_tokens`` are its last
+positions: the target accepts the longest prefix of them equal to what it samples there
+(the rejection sampler of a greedy target, :func:`reference.engine.accepted_drafts`) and
+returns ``1 + a`` sampled tokens, from which vLLM's ``update_from_output`` computes the
+rejections; a draft of ``-1`` (0.33.0's padding of a new decode) is never accepted.
+After the update the drafter proposes the next drafts (:meth:`EngineWorker.propose`,
+the engine core's ``post_step`` hands them to ``Scheduler.update_draft_token_ids``).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
-from reference.engine import chunk_gathers
+from reference.engine import accepted_drafts, chunk_gathers, draft_token_id
 from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
 from spec.types import EngineRequest, GatherSpec, WorkerStep
 from spec.weights import rows_at_weights_version
@@ -123,15 +131,27 @@ class EngineWorker:
                 gathers=tuple(gathers),
             )
         )
-        drafts = self._draft_gathers(order, starts, scheduler_output, requests)
+        draft_rows = self._draft_gathers(order, starts, scheduler_output, requests)
         chunks: list[ScheduledChunk] = []
         sampled: list[list[int]] = []
         cursor = 0
+        spec_tokens = scheduler_output.scheduled_spec_decode_tokens
         for req_id, count in zip(order, per_chunk, strict=True):
             request, vllm_request = requests[req_id]
             start = starts[req_id]
             new = int(scheduler_output.num_scheduled_tokens[req_id])
-            self._write_kv(request, vllm_request, self.block_tables[req_id], start, new)
+            drafts = [int(t) for t in spec_tokens.get(req_id, ())]
+            outputs_so_far = len(vllm_request.output_token_ids)
+            own_end = start + new - len(drafts)
+            done = own_end >= len(request.token_ids) + outputs_so_far
+            accepted = accepted_drafts(outputs_so_far, drafts) if done else 0
+            self._write_kv(
+                request,
+                [*vllm_request.output_token_ids, *drafts],
+                self.block_tables[req_id],
+                start,
+                new,
+            )
             chunks.append(
                 ScheduledChunk(
                     request_id=req_id,
@@ -141,13 +161,15 @@ class EngineWorker:
                         int(i) for i in scheduler_output.scheduled_encoder_inputs.get(req_id, ())
                     ),
                     gathered=tuple(rows[cursor : cursor + count]),
-                    draft_gathered=drafts.get(req_id, ()),
+                    draft_gathered=draft_rows.get(req_id, ()),
+                    num_draft_tokens=len(drafts),
+                    num_accepted_drafts=accepted,
                 )
             )
             cursor += count
-            outputs_so_far = len(vllm_request.output_token_ids)
-            done = start + new >= len(request.token_ids) + outputs_so_far
-            sampled.append([sampled_token(outputs_so_far)] if done else [])
+            sampled.append(
+                [sampled_token(outputs_so_far + j) for j in range(1 + accepted)] if done else []
+            )
         runner_output = model_runner_output_cls(
             req_ids=order,
             req_id_to_index={req_id: index for index, req_id in enumerate(order)},
@@ -166,7 +188,7 @@ class EngineWorker:
         target's, in the same store: per chunk ``[c, c + n)`` the window
         ``[c + 1, c + n + 1)``; an item starting at ``c + n`` only if the store holds it
         (0.33.0's runner falls back to token embeddings past the chunk; 0.22.1's
-        asserts — finding V21's note). The stand-in proposes no drafts."""
+        asserts — finding V22)."""
         if not self.drafter:
             return {}
         held = self.store.held_hashes()
@@ -207,18 +229,48 @@ class EngineWorker:
             for mm_hash, rows in zip(hashes, outputs, strict=True)
         }
 
+    def propose(
+        self,
+        num_speculative_tokens: int,
+        order: Sequence[str],
+        requests: Mapping[str, tuple[EngineRequest, Any]],
+    ) -> tuple[list[str], list[list[int]]]:
+        """The drafter's proposals after a step, for every request the step ran (vLLM's
+        drafter runs on the whole batch; ``update_draft_token_ids`` drops those of a
+        partial prefill): up to ``k`` guesses at the next outputs
+        (:func:`reference.engine.draft_token_id`), and none the request can no longer
+        generate — the stand-in's choice, as the reference's, so that drafts and
+        look-ahead slots stay within the positions admission counts."""
+        req_ids: list[str] = []
+        drafts: list[list[int]] = []
+        for req_id in order:
+            entry = requests.get(req_id)
+            if entry is None:
+                continue  # finished: vLLM skips it too
+            request, vllm_request = entry
+            generated = len(vllm_request.output_token_ids)
+            left = request.max_new_tokens - generated - 1
+            req_ids.append(req_id)
+            drafts.append([
+                draft_token_id(len(request.token_ids), generated + index)
+                for index in range(max(0, min(num_speculative_tokens, left)))
+            ])
+        return req_ids, drafts
+
     def _write_kv(
         self,
         request: EngineRequest,
-        vllm_request: Any,
+        tokens_after_prompt: Sequence[int],
         blocks: Sequence[int],
         start: int,
         new: int,
     ) -> None:
+        """Each position's source: the splice over the prompt, then the generated tokens
+        and the chunk's drafts."""
         for position in range(start, start + new):
             block = blocks[position // self.block_size]
             self.kv_sources[block][position % self.block_size] = kv_source(
-                request, vllm_request.output_token_ids, position
+                request, tokens_after_prompt, position
             )
             self.kv_versions[block][position % self.block_size] = self.weights_version
 

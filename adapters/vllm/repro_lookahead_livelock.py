@@ -5,14 +5,14 @@ before an image, and cuts it to 0 again at every later step: the request never f
     MMSPEC_VLLM_SRC=.vllm-cache/vllm-0.33.0 PYTHONPATH=. .venv-vllm/bin/python \\
         adapters/vllm/repro_lookahead_livelock.py
 
-The engine loop is the reference's with a drafter (``EngineConfig.num_speculative_tokens
-= 1``: the hook is called with ``shift_computed_tokens = 1``), composing the release's
-own ``Scheduler._try_schedule_encoder_inputs`` (the adapter's scheduling hook) and
-``EncoderCacheManager``; the vLLM adapter's engine loop does not run vLLM's drafter yet
-(its drafts would need verifying). Two prompts, chunked multimodal input disabled, a
-token budget equal to the image's length (SYS-9 admits it: the image fits one step):
+The engine loop is the vLLM adapter's (the release's own ``Scheduler``, with the EAGLE
+stand-in config of ``EngineConfig.num_speculative_tokens = 1``: vLLM calls its hook
+with ``shift_computed_tokens = 1``, the model-runner stand-in verifies and proposes
+drafts). Two prompts:
 
-- ``rollback``: one text token, then image A of 2 tokens; token budget 2. The chunk
+- ``rollback``: chunked multimodal input disabled, a token budget equal to the image's
+  length (SYS-9 admits it: the image fits one step); one text token, then image A of 2
+  tokens; token budget 2. The chunk
   ``[0, 2)`` would end inside A, so it is rolled back to ``max(0, 1 − 0 − 1) = 0``
   tokens — and the next step proposes the same chunk. (Both releases.)
 - ``doorstep``: text, then image A of 1 token that the encoder budget cannot take while
@@ -34,7 +34,6 @@ if __package__ in (None, ""):
 
 from adapters.vllm import ADAPTER  # noqa: E402 - after the path set-up above
 from reference.adapter import ADAPTER as REFERENCE  # noqa: E402
-from reference.engine import EngineLoop  # noqa: E402
 from spec.adapter import EngineParts  # noqa: E402
 from spec.types import (  # noqa: E402
     EngineConfig,
@@ -47,21 +46,24 @@ STEPS = 12
 
 
 def parts() -> EngineParts:
-    assert ADAPTER.scheduling_hook is not None and ADAPTER.encoder_cache_manager is not None
+    """What vLLM's engine loop takes from outside: the encoder and the worker store
+    (the model-runner stand-in's); the rest is unused by it."""
+    assert REFERENCE.scheduling_hook is not None and REFERENCE.encoder_cache_manager is not None
     assert REFERENCE.hasher is not None and REFERENCE.encoder is not None
     assert REFERENCE.block_hasher is not None and REFERENCE.worker_store is not None
     return EngineParts(
         hasher=REFERENCE.hasher,
         encoder=REFERENCE.encoder,
-        encoder_cache_manager=ADAPTER.encoder_cache_manager,
-        scheduling_hook=ADAPTER.scheduling_hook,
+        encoder_cache_manager=REFERENCE.encoder_cache_manager,
+        scheduling_hook=REFERENCE.scheduling_hook,
         block_hasher=REFERENCE.block_hasher,
         worker_store=REFERENCE.worker_store,
     )
 
 
 def run(config: EngineConfig, request: EngineRequest) -> list[int]:
-    engine = EngineLoop(config, parts())
+    assert ADAPTER.engine_loop is not None
+    engine = ADAPTER.engine_loop(config, parts())
     engine.add_request(request)
     computed: list[int] = []
     for _ in range(STEPS):

@@ -5,7 +5,7 @@ run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cach
 manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; ECD-6 when the
 encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
 ``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``;
-SYS-11, SYS-12 and SYS-13 when the engine loop has the resets, ``update_weights`` or
+SYS-11 to SYS-14 when the engine loop has the resets, ``update_weights`` or
 ``num_speculative_tokens``):
 the child reports which extension members its object has, and the grader's proxy offers
 exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
