@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from hypothesis import settings as Settings
 
 from exhaustive.ecm import EcmScope, EcmSpace
-from exhaustive.engine import EngineScope, EngineSpace
+from exhaustive.engine import DRAFTER_CONFIGS, DRAFTER_PROMPTS, EngineScope, EngineSpace
 from exhaustive.search import CloneMode, SearchResult, Violation, explore
 from properties.framework import ClauseViolation, PropertySpec, Runnable
 
@@ -35,6 +35,9 @@ class Scopes:
     name: str
     ecm: EcmScope = field(default_factory=EcmScope)
     engine: EngineScope = field(default_factory=EngineScope)
+    drafter: EngineScope = field(
+        default_factory=lambda: EngineScope(DRAFTER_CONFIGS, DRAFTER_PROMPTS)
+    )
 
 
 SCOPES = {
@@ -45,17 +48,20 @@ SCOPES = {
         "bounded",
         EcmScope(capacities=(2, 3), sizes=(1, 2), depth=4),
         EngineScope(depth=3),
+        EngineScope(DRAFTER_CONFIGS, DRAFTER_PROMPTS, depth=3),
     ),
 }
 
 #: The properties the exhaustive search can stand in for: the state machines.
-COVERED = ("EncoderCacheMachine", "EngineMachine")
+COVERED = ("EncoderCacheMachine", "EngineMachine", "EngineDrafterMachine")
 
 
 def describe(scopes: Scopes, name: str) -> str:
     """The scope of machine ``name``, in words."""
     if name == "EncoderCacheMachine":
         return scopes.ecm.describe()
+    if name == "EngineDrafterMachine":
+        return scopes.drafter.describe()
     return scopes.engine.describe()
 
 
@@ -79,7 +85,9 @@ class Exhaustive:
             ]
             depth = self.scopes.ecm.depth
         else:
-            engine = self.scopes.engine
+            engine = self.scopes.drafter if spec.name == "EngineDrafterMachine" else (
+                self.scopes.engine
+            )
             spaces = [EngineSpace(machine_class, c, engine) for c in engine.configs]
             depth = engine.depth
 

@@ -74,6 +74,32 @@ CONFIGS = (
 )
 
 
+#: With a drafter (``EngineDrafterMachine``, SYS-13 and SYS-14): the look-ahead's doorstep
+#: with two images that do not fit the encoder budget together (V21's doorstep form);
+#: the ``disable_chunked_mm_input`` rollback with a budget of one image (its rollback
+#: form); k = 2 with a token budget of one decode and its two drafts, where a chunk of
+#: [1 A D] ends where D starts (the look-ahead's item, affordable: served) and drafts
+#: are accepted, rejected and cut by the budget.
+DRAFTER_CONFIGS = (
+    EngineConfig(2, 2, 2, 8, 2, 2, True, False, 1),
+    EngineConfig(2, 3, 4, 8, 2, 2, True, True, 1),
+    EngineConfig(3, 4, 4, 8, 2, 2, True, False, 2),
+)
+
+#: The drafter's prompts: an image then three text tokens, four tokens to generate
+#: (``draft_token_id`` guesses its output 1 wrong, 2 and 3 right: drafts rejected, then
+#: accepted); text, A, B (the look-ahead into the adjacent image, whose first position
+#: is a break token) and text, A, D (into one whose first position is an embedding);
+#: the same image twice around a text token; the never-admissible X.
+DRAFTER_PROMPTS = (
+    PromptSpec(("A", (0, 1, 2)), 4),
+    PromptSpec(((1,), "A", "B"), 1),
+    PromptSpec(((1,), "A", "D"), 1),
+    PromptSpec(("B", (2,), "B"), 2),
+    PromptSpec(("X",), 1),
+)
+
+
 @dataclass(frozen=True)
 class EngineScope:
     """The scenarios and depth of the search (SPEC.md "## Exhaustive scopes")."""
@@ -84,7 +110,7 @@ class EngineScope:
     depth: int = 5
 
     def describe(self) -> str:
-        configs = "; ".join(_config(c) for c in self.configs)
+        configs = config_list(self.configs)
         prompts = ", ".join(f"[{describe(p.prompt)}]x{p.max_new}" for p in self.prompts)
         return (
             f"engine loop: configurations {configs}; prompts {prompts} "
@@ -97,6 +123,8 @@ def _config(config: EngineConfig) -> str:
     flags = "" if config.enable_prefix_caching else ", no prefix caching"
     if config.disable_chunked_mm_input:
         flags += ", chunked mm input off"
+    if config.num_speculative_tokens:
+        flags += f", drafter k={config.num_speculative_tokens}"
     return (
         f"T={config.token_budget} E={config.encoder_compute_budget} "
         f"C={config.encoder_cache_size} {config.num_kv_blocks} blocks of "

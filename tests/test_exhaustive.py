@@ -13,7 +13,7 @@ import pytest
 
 from exhaustive.check import COVERED, SCOPES, Exhaustive, Scopes
 from exhaustive.ecm import EcmScope, EcmSpace
-from exhaustive.engine import CONFIGS, EngineScope
+from exhaustive.engine import CONFIGS, DRAFTER_CONFIGS, DRAFTER_PROMPTS, EngineScope
 from exhaustive.search import SearchResult, explore
 from harness.cli import main
 from harness.grading.grade import ItemStatus, grade
@@ -22,6 +22,7 @@ from harness.loader import build_parts, load_adapter
 from harness.runner import Verdict, verify
 from harness.zoo import discover
 from properties.encoder_cache_machine import encoder_cache_machine
+from properties.engine_drafter_machine import DRAFTER_CLAUSES
 from properties.engine_machine import SYS_CLAUSES
 from properties.framework import ClauseViolation
 from spec.clauses import SPEC_PATH, load_clauses
@@ -35,6 +36,13 @@ ENGINE_SMALL = Scopes("test", EcmScope(), EngineScope(depth=3))
 ENGINE_DEPTH4 = Scopes("test", EcmScope(), EngineScope(depth=4))
 #: the default depth, in the one configuration where sch_charges_cached_items shows
 ENGINE_NO_PREFIX = Scopes("test", EcmScope(), EngineScope(configs=(CONFIGS[4],), depth=5))
+#: the drafter's scenarios (SPEC.md "## Exhaustive scopes"), bounded and one deeper
+DRAFTER_SMALL = Scopes(
+    "test", EcmScope(), EngineScope(), EngineScope(DRAFTER_CONFIGS, DRAFTER_PROMPTS, depth=3)
+)
+DRAFTER_DEPTH4 = Scopes(
+    "test", EcmScope(), EngineScope(), EngineScope(DRAFTER_CONFIGS, DRAFTER_PROMPTS, depth=4)
+)
 
 #: zoo entry -> (machine, the scope, what the search must report: a clause id, or the
 #: type of the exception the implementation raises). For entries that replace another
@@ -92,6 +100,15 @@ FOUND: dict[str, tuple[str, Scopes, str]] = {
     "worker_keeps_freed": ("EngineMachine", ENGINE_SMALL, "SYS-5"),
     # the caller's writes corrupt the stored rows the next chunk gathers
     "worker_returns_view": ("EngineMachine", ENGINE_SMALL, "SYS-2"),
+    # with a drafter (SYS-13, SYS-14): its window not shifted; rejected drafts kept,
+    # verified unverified, or not cut with a chunk the budget cuts (k = 2, depth 4);
+    # the look-ahead's zero cuts of 0.22.1's doorstep and 0.33.0's rollback: no progress
+    "sys_drafter_reads_target_window": ("EngineDrafterMachine", DRAFTER_SMALL, "SYS-13"),
+    "sys_rejected_drafts_kept": ("EngineDrafterMachine", DRAFTER_SMALL, "SYS-14"),
+    "sys_every_draft_accepted": ("EngineDrafterMachine", DRAFTER_SMALL, "SYS-6"),
+    "sys_draft_count_not_trimmed": ("EngineDrafterMachine", DRAFTER_DEPTH4, "SYS-14"),
+    "sch_lookahead_doorstep_to_zero": ("EngineDrafterMachine", DRAFTER_SMALL, "SYS-8"),
+    "sch_rollback_cuts_previous_image": ("EngineDrafterMachine", DRAFTER_SMALL, "SYS-8"),
 }
 
 
@@ -201,13 +218,16 @@ def test_spec_names_the_exhaustive_checker_and_states_the_scopes() -> None:
             clause_id.split("-")[0]
         )
         if machine == "EngineMachine" and clause_id not in SYS_CLAUSES:
-            machine = None
+            machine = "EngineDrafterMachine" if clause_id in DRAFTER_CLAUSES else None
         if machine is None:
             assert "exhaustive" not in line, clause_id
         else:
             assert f"exhaustive: {machine} by breadth-first search" in line, clause_id
     section = text.split("## Exhaustive scopes", 1)[1].split("\n## ", 1)[0]
     ecm, engine = section.split("- **Engine loop", 1)
+    engine, drafter = engine.split("- **Engine loop with a drafter", 1)
+    assert f"up to {SCOPES['default'].drafter.depth} operations" in drafter
+    assert f"up to {SCOPES['bounded'].drafter.depth} operations" in drafter
     assert f"up to {EcmScope().depth} operations" in ecm
     assert f"up to {SCOPES['bounded'].ecm.depth} operations" in ecm
     assert f"up to {EngineScope().depth} operations" in engine
@@ -261,5 +281,5 @@ def test_the_full_scope_is_the_default_scenarios_to_depth_eight() -> None:
     assert full.ecm.depth == 8
     assert full.ecm.scenarios() == default.ecm.scenarios()
     assert full.ecm.capacities == (1, 2, 3, 4, 5, 6) and full.ecm.sizes == (1, 2, 3)
-    assert full.engine == default.engine
+    assert full.engine == default.engine and full.drafter == default.drafter
 
