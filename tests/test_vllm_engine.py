@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -113,18 +114,23 @@ print(json.dumps({
 """
 
 
-@pytest.mark.parametrize("version", PINNED)
-def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: str) -> None:
-    tree = vllm_tree(version)
+def run_child(script: str, version: str) -> dict[str, Any]:
+    """``script`` in a child process against the pinned release; its last line, parsed."""
     completed = subprocess.run(
-        [sys.executable, "-c", _RUN, str(ROOT)],
+        [sys.executable, "-c", script, str(ROOT)],
         cwd=ROOT,
-        env=child_env(tree),
+        env=child_env(vllm_tree(version)),
         capture_output=True,
         text=True,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: str) -> None:
+    result = run_child(_RUN, version)
     assert result["called"] == [], "vLLM's scheduler called the project's code"
     # the profiler saw vLLM's own work (so an empty list above is not a blind profiler)
     seen = set(result["vllm_functions"])
@@ -183,16 +189,7 @@ def test_drafts_go_through_vllms_scheduler(version: str) -> None:
     ``Scheduler.update_draft_token_ids``, the scheduler schedules them after the
     request's token and rolls back what the stand-in target rejected; none of it calls
     the project's code."""
-    tree = vllm_tree(version)
-    completed = subprocess.run(
-        [sys.executable, "-c", _DRAFTER_RUN, str(ROOT)],
-        cwd=ROOT,
-        env=child_env(tree),
-        capture_output=True,
-        text=True,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(completed.stdout.strip().splitlines()[-1])
+    result = run_child(_DRAFTER_RUN, version)
     assert result["called"] == [], "vLLM's scheduler called the project's code"
     assert "update_draft_token_ids" in result["vllm_functions"]
     # P = 7, k = 2; draft_token_id is wrong where 7 + output index is a multiple of 3.

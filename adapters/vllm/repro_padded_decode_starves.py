@@ -30,29 +30,17 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adapters.vllm import ADAPTER  # noqa: E402 - after the path set-up above
-from reference.adapter import ADAPTER as REFERENCE  # noqa: E402
-from spec.adapter import EngineParts  # noqa: E402
+from adapters.vllm.repro_lookahead_livelock import parts  # noqa: E402
 from spec.types import EngineConfig, EngineRequest  # noqa: E402
 
 STEPS = 8
 
 
 def main() -> None:
-    assert ADAPTER.engine_loop is not None and REFERENCE.worker_store is not None
-    assert REFERENCE.hasher is not None and REFERENCE.encoder is not None
-    assert REFERENCE.encoder_cache_manager is not None and REFERENCE.block_hasher is not None
-    assert REFERENCE.scheduling_hook is not None
-    parts = EngineParts(
-        hasher=REFERENCE.hasher,
-        encoder=REFERENCE.encoder,
-        encoder_cache_manager=REFERENCE.encoder_cache_manager,
-        scheduling_hook=REFERENCE.scheduling_hook,
-        block_hasher=REFERENCE.block_hasher,
-        worker_store=REFERENCE.worker_store,
-    )
+    assert ADAPTER.engine_loop is not None
     config = EngineConfig(token_budget=1, num_kv_blocks=8, block_size=1,
                           enable_prefix_caching=True, num_speculative_tokens=1)
-    engine = ADAPTER.engine_loop(config, parts)
+    engine = ADAPTER.engine_loop(config, parts())
     engine.add_request(EngineRequest("r1", (5, 6, 7), (), (), 1))
     while "r1" in engine.snapshot().requests:
         engine.step()
