@@ -233,6 +233,7 @@ _STATE = (
     "solo",
     "idle_order",
     "idle_clock",
+    "pipeline",
 )
 
 

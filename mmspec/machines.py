@@ -6,9 +6,17 @@ Installed from the wheel only; in a checkout, import ``harness.machines``."""
 from mmspec.harness.machines import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
     encoder_cache,  # (the wheel has mmspec.harness; a checkout has harness/ instead)
     engine,
+    engine_async,
     engine_drafter,
     engine_resets,
     item_cache,
 )
 
-__all__ = ["encoder_cache", "engine", "engine_drafter", "engine_resets", "item_cache"]
+__all__ = [
+    "encoder_cache",
+    "engine",
+    "engine_async",
+    "engine_drafter",
+    "engine_resets",
+    "item_cache",
+]

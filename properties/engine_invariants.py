@@ -158,10 +158,18 @@ def sys2_splice(
 
 
 def sys3_encodes_once(
-    step: int, before: EngineSnapshot, out: StepOutput, after: EngineSnapshot, label: Label
+    step: int,
+    before: EngineSnapshot,
+    out: StepOutput,
+    after: EngineSnapshot,
+    label: Label,
+    scheduled_from: EngineSnapshot | None = None,
+    preempted_then: Sequence[str] | None = None,
 ) -> None:
     """Each hash at most once, the encoder run once per encode, and never a hash the
-    cache held with a reference at the start of the step (but by a preempted request)."""
+    cache held with a reference at the start of the step (but by a preempted request).
+    With async scheduling the step executed was scheduled from ``scheduled_from``, with
+    ``preempted_then`` preempted (the previous call's)."""
     encoded = list(out.encoded_mm_hashes)
     names = "+".join(map(label, encoded))
     check(
@@ -176,9 +184,10 @@ def sys3_encodes_once(
         f"step {step} reports {len(encoded)} encodes ({names}) but the encoder "
         f"ran {calls} times",
     )
-    preempted = set(out.preempted)
+    preempted = set(out.preempted if preempted_then is None else preempted_then)
+    start = before if scheduled_from is None else scheduled_from
     for mm_hash in encoded:
-        holders = set(before.encoder_cache_refs.get(mm_hash, frozenset())) - preempted
+        holders = set(start.encoder_cache_refs.get(mm_hash, frozenset())) - preempted
         check(
             not holders,
             "SYS-3",
@@ -265,10 +274,14 @@ def sys5_within_capacity(
     after: EngineSnapshot,
     freed: Sequence[str],
     label: Label,
+    pending_encoded: frozenset[str] = frozenset(),
+    pending_freed: frozenset[str] = frozenset(),
 ) -> None:
     """At most ``C`` embeddings held and the rest free; the worker holds what the cache
     manager holds, none of it reported freed; the KV blocks in use are the unfinished
-    requests', within the cache, at least ``⌈c/bs⌉`` each."""
+    requests', within the cache, at least ``⌈c/bs⌉`` each. With a step in flight (async
+    scheduling) the worker has not yet stored its encodes (``pending_encoded``) nor
+    dropped its frees (``pending_freed``)."""
     refs = after.encoder_cache_refs
     held = model.held_embeds(refs)
     check(
@@ -279,13 +292,22 @@ def sys5_within_capacity(
         f"with {after.encoder_cache_free_slots} free slots; capacity "
         f"{config.encoder_cache_size}",
     )
+    # a hash the step in flight encodes may still be held from before (evicted and
+    # re-allocated in one scheduling pass: never reported freed), or not yet
+    expected = (frozenset(refs) - pending_encoded) | pending_freed
+    in_flight = ""
+    if pending_encoded or pending_freed:
+        in_flight = (
+            f" (the step in flight will store {sorted(map(label, pending_encoded))} and "
+            f"drop {sorted(map(label, pending_freed))})"
+        )
     check(
-        after.worker_held == frozenset(refs),
+        after.worker_held - pending_encoded == expected,
         "SYS-5",
         f"the worker holds {sorted(map(label, after.worker_held))} but the "
-        f"scheduler accounts for {sorted(map(label, refs))}",
+        f"scheduler accounts for {sorted(map(label, refs))}{in_flight}",
     )
-    still = [h for h in freed if h in refs]
+    still = [h for h in freed if h in refs and h not in pending_encoded]
     check(
         not still,
         "SYS-5",
@@ -319,11 +341,12 @@ def sys6_kv_sources(
 ) -> None:
     """One source per computed position, each what the request has there: its own
     token, or its own item's row."""
+    executed = snap.num_computed_tokens - snap.num_in_flight_tokens
     check(
-        len(snap.kv_sources) == snap.num_computed_tokens,
+        len(snap.kv_sources) == executed,
         "SYS-6",
         f"{request_id}: {len(snap.kv_sources)} KV sources for "
-        f"{snap.num_computed_tokens} computed positions",
+        f"{executed} computed positions",
     )
     for position, source in enumerate(snap.kv_sources):
         want = facts.source_at(position, snap.output_token_ids)
@@ -371,19 +394,28 @@ def sys7_released(
     )
 
 
-def sys7_running_keeps_its_images(model: EngineModel, after: EngineSnapshot) -> None:
+def sys7_running_keeps_its_images(
+    model: EngineModel,
+    after: EngineSnapshot,
+    scheduled_to: Callable[[str], int | None] = lambda request_id: None,
+    pending_encoded: frozenset[str] = frozenset(),
+) -> None:
     """A running request keeps the images it is in the middle of: served rows of, with
-    ``is_embed`` positions left to compute."""
+    ``is_embed`` positions left to compute (with async scheduling: left to schedule,
+    past the end of its chunk in flight, ``scheduled_to``; the worker may be about to
+    store it again)."""
     refs = after.encoder_cache_refs
     for request_id, progress in model.progress.items():
         facts = model.facts[request_id]
+        frontier = scheduled_to(request_id)
+        frontier = progress.computed if frontier is None else frontier
         for index in progress.touched:
-            if not any(p >= progress.computed for p in facts.embed_positions(index)):
+            if not any(p >= frontier for p in facts.embed_positions(index)):
                 continue
             mm_hash = facts.request.items[index].mm_hash
             check(
                 request_id in refs.get(mm_hash, frozenset())
-                and mm_hash in after.worker_held,
+                and (mm_hash in after.worker_held or mm_hash in pending_encoded),
                 "SYS-7",
                 f"{request_id} has consumed part of image {facts.labels[index]} and "
                 "still needs the rest, but no longer references it",
@@ -391,10 +423,15 @@ def sys7_running_keeps_its_images(model: EngineModel, after: EngineSnapshot) -> 
 
 
 def sys7_waiting_holds_nothing(
-    request_id: str, snap: RequestSnapshot, progress: RequestProgress, after: EngineSnapshot
+    request_id: str,
+    snap: RequestSnapshot,
+    progress: RequestProgress,
+    after: EngineSnapshot,
+    in_flight: int = 0,
 ) -> None:
-    """A waiting request holds no KV block and no encoder-cache reference."""
-    if not progress.running:
+    """A waiting request (neither executed nor in flight) holds no KV block and no
+    encoder-cache reference."""
+    if not progress.running and not in_flight:
         check(
             not snap.kv_block_ids
             and not any(request_id in ids for ids in after.encoder_cache_refs.values()),
@@ -407,10 +444,11 @@ def sys7_waiting_holds_nothing(
 
 
 def sys8_step_progresses(step: int, live_before: Sequence[str], out: StepOutput) -> None:
-    """A step with unfinished requests computes a token or preempts a request."""
+    """A step with unfinished requests computes a token or preempts a request (with
+    async scheduling: or schedules a step that computes one)."""
     if live_before:
         check(
-            bool(out.chunks) or bool(out.preempted),
+            bool(out.chunks) or bool(out.preempted) or bool(out.in_flight),
             "SYS-8",
             f"step {step}: {sorted(live_before)} are unfinished but the step "
             "computed nothing and preempted nobody (a livelock: the next step is the "
@@ -591,10 +629,15 @@ def sys9_config_limits(build: Callable[[EngineConfig], EngineLoop]) -> None:
 
 
 def sys10_step_requests(
-    step: int, model: EngineModel, scheduled_ids: Sequence[str], preempted_ids: Sequence[str]
+    step: int,
+    model: EngineModel,
+    scheduled_ids: Sequence[str],
+    preempted_ids: Sequence[str],
+    in_flight: Callable[[str], int] = lambda request_id: 0,
 ) -> None:
     """At most one chunk per request, only for unfinished requests; only running
-    requests are preempted, and not in a step that computes them."""
+    requests are preempted (with async scheduling: executed or in flight), and not in a
+    step that computes them."""
     preempted = set(preempted_ids)
     check(
         len(set(scheduled_ids)) == len(scheduled_ids),
@@ -615,7 +658,7 @@ def sys10_step_requests(
     )
     for request_id in preempted_ids:
         check(
-            model.progress[request_id].running,
+            model.progress[request_id].running or in_flight(request_id) > 0,
             "SYS-10",
             f"step {step}: {request_id} preempted but it was not running",
         )
@@ -709,10 +752,15 @@ def sys10_holds_the_unfinished(after: EngineSnapshot, model: EngineModel) -> Non
 
 
 def sys10_snapshot_agrees(
-    request_id: str, snap: RequestSnapshot, progress: RequestProgress
+    request_id: str,
+    snap: RequestSnapshot,
+    progress: RequestProgress,
+    scheduled_to: int | None = None,
 ) -> None:
     """The snapshot files the request under its own id, its generated tokens are
-    token ids, and its status, computed and generated tokens are what its chunks say."""
+    token ids, and its status, computed and generated tokens are what its chunks say
+    (with async scheduling: computed reaches the end of its chunk in flight,
+    ``scheduled_to``, and it runs once scheduled)."""
     check(
         snap.request_id == request_id,
         "SYS-10",
@@ -725,14 +773,17 @@ def sys10_snapshot_agrees(
         "SYS-10",
         f"{request_id} generated {bad}: generated tokens are token ids",
     )
+    running = progress.running or scheduled_to is not None
+    computed = progress.computed if scheduled_to is None else scheduled_to
     check(
-        snap.num_computed_tokens == progress.computed
+        snap.num_computed_tokens == computed
         and len(snap.output_token_ids) == progress.outputs
-        and (snap.status == "running") == progress.running,
+        and (snap.status == "running") == running,
         "SYS-10",
         f"{request_id}: the engine says {snap.status}, {snap.num_computed_tokens} "
         f"computed, {len(snap.output_token_ids)} generated; its chunks say "
-        f"{'running' if progress.running else 'waiting'}, {progress.computed}, "
+        f"{'running' if running else 'waiting'}, {computed}"
+        f"{' (with its chunk in flight)' if scheduled_to is not None else ''}, "
         f"{progress.outputs} (a preemption keeps the generated tokens)",
     )
 

@@ -45,6 +45,13 @@ from hypothesis.stateful import (
     rule,
 )
 
+from properties.engine_async_invariants import (
+    Pipeline,
+    sys15_executes_what_was_scheduled,
+    sys15_in_flight_scheduled_once,
+    sys15_snapshot_in_flight,
+    sys15_stale_output,
+)
 from properties.engine_invariants import (
     sys1_item_rows_served,
     sys1_items_served,
@@ -100,7 +107,11 @@ from properties.engine_strategies import (
     scenarios,
     segments,
 )
-from properties.engine_transitions import chunk_transitions, stall_transitions
+from properties.engine_transitions import (
+    chunk_transitions,
+    in_flight_transitions,
+    stall_transitions,
+)
 from properties.framework import (
     ComponentName,
     Parts,
@@ -190,6 +201,8 @@ def engine_machine_class(
             #: scenario has an (A, B, X) for it (before any image is held)
             self.aimed_reencode = False
             self.can_reencode = False
+            #: with async scheduling (SYS-15): the step scheduled and not yet executed
+            self.pipeline = Pipeline()
 
         # --- setup -----------------------------------------------------------------------
 
@@ -380,6 +393,9 @@ def engine_machine_class(
             note(said_abort(request_id, gone=False))
             self.eng.abort(request_id)
             self.model.abort(request_id)
+            if self.pipeline.has_chunk(request_id):  # its chunk still executes
+                self.pipeline.stale.add(request_id)
+                self.reached("abort_in_flight")
             self.solo = None
             self.reached("abort")
             after = self.eng.snapshot()
@@ -400,10 +416,14 @@ def engine_machine_class(
                 sys10_unknown_refused(self.eng.preempt, request_id, "preempt")
                 return
             progress = self.model.progress[request_id]
-            note(said_preempt(request_id, progress.running))
+            running = progress.running or self.pipeline.tokens_of(request_id) > 0
+            note(said_preempt(request_id, running))
             self.eng.preempt(request_id)
             after = self.eng.snapshot()
-            if progress.running:
+            if self.pipeline.tokens_of(request_id):  # its chunk still executes
+                self.pipeline.stale.add(request_id)
+                self.reached("preempt_in_flight")
+            if running:
                 self.reached("preemption")
                 progress.reset()
                 self.solo = None
@@ -443,11 +463,22 @@ def engine_machine_class(
             after: EngineSnapshot,
         ) -> None:
             model, config, step = self.model, self.config, self.steps
-            scheduled_ids = [c.request_id for c in out.chunks]
-            sys10_step_requests(step, model, scheduled_ids, out.preempted)
+            # with async scheduling the step executed is the previous call's (SYS-15);
+            # chunks of requests preempted or aborted since are stale: served, no output
+            scheduled, stale = self.pipeline, set[str]()
+            if config.async_scheduling:
+                sys15_executes_what_was_scheduled(step, scheduled, out)
+                stale = scheduled.stale | set(out.preempted)
+                if set(out.preempted) & {rid for rid, _, _ in scheduled.chunks}:
+                    self.reached("preempt_in_flight")
+            scheduled_ids = [c.request_id for c in out.chunks if c.request_id not in stale]
+            sys10_step_requests(step, model, scheduled_ids, out.preempted, scheduled.tokens_of)
 
             # SYS-3 first: a needless encode also overdraws the budget (SYS-4)
-            sys3_encodes_once(step, before, out, after, self.label)
+            sys3_encodes_once(
+                step, before, out, after, self.label,
+                scheduled.before, scheduled.preempted if config.async_scheduling else None,
+            )
             sys3_encodes_only_consumed(
                 step, out, model.facts, self.label, 1 if config.num_speculative_tokens else 0
             )
@@ -455,7 +486,9 @@ def engine_machine_class(
             encoded = list(out.encoded_mm_hashes)
             sys4_budgets(step, config, tokens, encoded, model.num_embeds_by_hash, self.label)
 
-            if tokens < config.token_budget and not out.preempted:
+            # (judged on the state a step was scheduled from: the same call without async)
+            conserving = not config.async_scheduling
+            if conserving and tokens < config.token_budget and not out.preempted:
                 sys8_work_conserved(
                     step, config, model, live_before, scheduled_ids, out, after, tokens
                 )
@@ -466,8 +499,14 @@ def engine_machine_class(
             finished_expected: set[str] = set()
             for chunk in out.chunks:
                 facts = model.facts[chunk.request_id]
-                progress = model.progress[chunk.request_id]
                 start, new = chunk.num_computed_tokens, chunk.num_new_tokens
+                if chunk.request_id in stale:  # its rows are served all the same
+                    budget_left -= new
+                    self.check_gathered(facts, RequestProgress(), start, new, chunk.gathered)
+                    if model.is_live(chunk.request_id):
+                        self.follow_stale(chunk, out, after, finished_expected)
+                    continue
+                progress = model.progress[chunk.request_id]
                 # the chunk's own part: the drafts it verifies follow it (SYS-14)
                 drafts, accepted = self.check_drafts(facts, progress, chunk)
                 sys10_chunk_position(step, config, facts, progress, start, new - drafts)
@@ -505,6 +544,11 @@ def engine_machine_class(
                 model.finish(request_id)
             if out.freed_mm_hashes:
                 self.reached("eviction", len(out.freed_mm_hashes))
+            if config.async_scheduling:
+                self.pipeline = Pipeline.scheduled(out, before)
+                sys15_in_flight_scheduled_once(step, out, model.live)
+                for transition in in_flight_transitions(model, out, after):
+                    self.reached(transition)
 
             for request_id in out.finished:
                 sys7_released(request_id, after, "finish", self.label, gone=True)
@@ -513,7 +557,7 @@ def engine_machine_class(
 
             self.check_progress(live_before, out)
 
-            if tokens < config.token_budget and not out.preempted:
+            if conserving and tokens < config.token_budget and not out.preempted:
                 for transition in stall_transitions(
                     config, model, live_before, scheduled_ids, out, after
                 ):
@@ -521,6 +565,29 @@ def engine_machine_class(
 
             self.check_resources(after, out.freed_mm_hashes)
             self.check_snapshot(after)
+
+        def follow_stale(
+            self,
+            chunk: ScheduledChunk,
+            out: StepOutput,
+            after: EngineSnapshot,
+            finished_expected: set[str],
+        ) -> None:
+            """A preempted request's chunk executed after the preemption (SYS-15): its
+            sample may reach the request before it resumes; the model takes it."""
+            request_id = chunk.request_id
+            facts, progress = self.model.facts[request_id], self.model.progress[request_id]
+            snap = after.requests.get(request_id)
+            if snap is not None:
+                now = len(snap.output_token_ids)
+            else:  # the delivered sample was its last
+                now = facts.request.max_new_tokens if request_id in out.finished else 0
+            resumed = any(c.request_id == request_id for c in out.in_flight)
+            progress.outputs += sys15_stale_output(
+                self.steps, facts, progress, chunk, now, resumed
+            )
+            if progress.outputs >= facts.request.max_new_tokens:
+                finished_expected.add(request_id)
 
         def check_drafts(
             self, facts: RequestFacts, progress: RequestProgress, chunk: ScheduledChunk
@@ -566,8 +633,12 @@ def engine_machine_class(
                 sys8_solo_finishes(request_id, left)
 
         def check_resources(self, after: EngineSnapshot, freed: Sequence[str]) -> None:
-            sys5_within_capacity(self.config, self.model, after, freed, self.label)
-            sys7_running_keeps_its_images(self.model, after)
+            pipeline = self.pipeline
+            sys5_within_capacity(
+                self.config, self.model, after, freed, self.label,
+                pipeline.encoded, pipeline.freed,
+            )
+            sys7_running_keeps_its_images(self.model, after, pipeline.end_of, pipeline.encoded)
 
         def check_snapshot(self, after: EngineSnapshot) -> None:
             """SYS-10 state agreement (with SYS-7 and SYS-6) for every unfinished request."""
@@ -576,8 +647,11 @@ def engine_machine_class(
             for request_id, progress in model.progress.items():
                 snap = after.requests[request_id]
                 facts = model.facts[request_id]
-                sys10_snapshot_agrees(request_id, snap, progress)
-                sys7_waiting_holds_nothing(request_id, snap, progress, after)
+                in_flight = self.pipeline.tokens_of(request_id)
+                sys10_snapshot_agrees(request_id, snap, progress, self.pipeline.end_of(request_id))
+                if self.config.async_scheduling:
+                    sys15_snapshot_in_flight(request_id, snap, in_flight)
+                sys7_waiting_holds_nothing(request_id, snap, progress, after, in_flight)
                 sys6_kv_sources(request_id, snap, facts, self.label)
 
     return EngineMachine

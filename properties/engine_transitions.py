@@ -93,3 +93,22 @@ def stall_transitions(
         for request_id in stalled
         if model.progress[request_id].running or kv_room
     ]
+
+
+def in_flight_transitions(
+    model: EngineModel, out: StepOutput, after: EngineSnapshot
+) -> list[str]:
+    """``release_while_in_flight`` (async scheduling): after the call, a chunk left in
+    flight reads rows of an item its request no longer references (released at the
+    executed frontier's update: the next call must still serve it)."""
+    reached: list[str] = []
+    for chunk in out.in_flight:
+        facts = model.facts.get(chunk.request_id)
+        if facts is None:
+            continue
+        start, end = chunk.num_computed_tokens, chunk.num_computed_tokens + chunk.num_new_tokens
+        for index, _rows in facts.gathers_in(start, end):
+            mm_hash = facts.request.items[index].mm_hash
+            if chunk.request_id not in after.encoder_cache_refs.get(mm_hash, frozenset()):
+                reached.append("release_while_in_flight")
+    return reached

@@ -64,23 +64,32 @@ sample it proposes up to ``k`` drafts (``Scheduler.update_draft_token_ids``), wh
 request's next chunk verifies as its last positions; the rejected ones roll back in the
 update (``num_computed_tokens -= num_rejected``).
 
-Simplifications against vLLM: one KV cache group; no async scheduling (no output
-placeholders); docs/engine.md's fidelity table lists every symbol named here and where
-the loop differs.
+With async scheduling (SYS-15; ``EngineConfig.async_scheduling``): each ``step()``
+schedules a step and executes the one scheduled by the previous call
+(``EngineCore.step_with_batch_queue`` with two batches); scheduling advances
+``num_computed_tokens`` and adds the output placeholders
+(``AsyncScheduler._update_after_schedule``), the update takes them back, and a chunk of
+a request preempted or aborted since it was scheduled still executes, its output
+dropped.
 
-Over 400 lines (842) because one engine step as SPEC.md's engine section orders it, read
+Simplifications against vLLM: one KV cache group; no drafter with async scheduling;
+docs/engine.md's fidelity table lists every symbol named here and where the loop
+differs.
+
+Over 400 lines (880) because one engine step as SPEC.md's engine section orders it, read
 top to bottom; split, the step's order would no longer be visible in one place.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from numpy.typing import NDArray
 
+from reference.kv_blocks import KVBlockPool
 from spec.adapter import EngineParts
 from spec.components import (
     EngineSnapshot,
@@ -178,6 +187,10 @@ def check_config(config: EngineConfig) -> None:
             raise InvalidInputError(
                 f"EngineConfig.{name} must be an int >= {minimum}, got {value!r}"
             )
+    if config.async_scheduling and config.num_speculative_tokens:
+        raise InvalidInputError(
+            "EngineConfig: async scheduling with a drafter is not specified yet (SYS-9)"
+        )
 
 
 def sampled_token_id(num_outputs: int) -> int:
@@ -207,92 +220,6 @@ def accepted_drafts(num_outputs: int, drafts: Sequence[int]) -> int:
     return accepted
 
 
-class KVBlockPool:
-    """KV blocks with prefix caching (vLLM ``BlockPool`` in miniature).
-
-    A block is *free* when no request references it; free blocks wait in an LRU queue
-    (``free_queue``, oldest first) and may still be *cached* (``cached``: block hash ->
-    block) until they are reused, which evicts their hash. ``sources`` keeps, per block
-    slot, what the position's KV was computed from (SYS-6): a prefix hit shares the
-    physical block, so it shares what it was computed from.
-    """
-
-    def __init__(self, num_blocks: int, block_size: int) -> None:
-        self.block_size = block_size
-        self.ref_cnt = [0] * num_blocks
-        self.block_hash: list[str | None] = [None] * num_blocks
-        self.free_queue: OrderedDict[int, None] = OrderedDict((b, None) for b in range(num_blocks))
-        self.cached: dict[str, int] = {}
-        self.sources: list[list[KVSource | None]] = [[None] * block_size for _ in range(num_blocks)]
-        #: per block slot, the weights version its KV was computed at (SYS-12)
-        self.versions: list[list[int]] = [[0] * block_size for _ in range(num_blocks)]
-
-    @property
-    def num_free(self) -> int:
-        return len(self.free_queue)
-
-    @property
-    def num_in_use(self) -> int:
-        return sum(1 for count in self.ref_cnt if count > 0)
-
-    def longest_cached_prefix(self, block_hashes: Sequence[str], max_blocks: int) -> list[int]:
-        """The cached blocks of the longest prefix of ``block_hashes`` (at most
-        ``max_blocks``), stopping at the first miss (``KVCacheManager.get_computed_blocks``)."""
-        hits: list[int] = []
-        for block_hash in block_hashes[:max_blocks]:
-            block = self.cached.get(block_hash)
-            if block is None:
-                break
-            hits.append(block)
-        return hits
-
-    def touch(self, blocks: Sequence[int]) -> None:
-        """Reference blocks of a prefix hit (taking free ones out of the free queue)."""
-        for block in blocks:
-            if self.ref_cnt[block] == 0:
-                del self.free_queue[block]
-            self.ref_cnt[block] += 1
-
-    def allocate(self, count: int) -> list[int]:
-        """``count`` fresh blocks from the front of the free queue; a cached one loses
-        its hash (it is about to be overwritten)."""
-        if count > self.num_free:
-            raise InvalidInputError(f"{count} KV blocks requested, {self.num_free} free")
-        blocks: list[int] = []
-        for _ in range(count):
-            block, _none = self.free_queue.popitem(last=False)
-            stale = self.block_hash[block]
-            if stale is not None:
-                del self.cached[stale]
-                self.block_hash[block] = None
-            self.sources[block] = [None] * self.block_size
-            self.ref_cnt[block] = 1
-            blocks.append(block)
-        return blocks
-
-    def free(self, blocks: Sequence[int]) -> None:
-        """Release a request's blocks; the tail is queued first, so it is reused first."""
-        for block in reversed(blocks):
-            self.ref_cnt[block] -= 1
-            if self.ref_cnt[block] == 0:
-                self.free_queue[block] = None
-
-    def reset_prefix_cache(self) -> bool:
-        """Drop every block hash, so that nothing computed so far is hit again; only
-        when no block is in use (``BlockPool.reset_prefix_cache``)."""
-        if self.num_in_use:
-            return False
-        self.cached.clear()
-        self.block_hash = [None] * len(self.block_hash)
-        return True
-
-    def cache(self, block: int, block_hash: str) -> None:
-        """Make a full, computed block findable by its hash (first writer wins)."""
-        if block_hash not in self.cached and self.block_hash[block] is None:
-            self.cached[block_hash] = block
-            self.block_hash[block] = block_hash
-
-
 @dataclass
 class _Request:
     """Engine-side state of one unfinished request."""
@@ -308,6 +235,10 @@ class _Request:
     block_ids: list[int] = field(default_factory=list)
     #: blocks already registered in the prefix cache (or served from it)
     num_cached_blocks: int = 0
+    #: async scheduling (SYS-15): tokens the scheduled, unexecuted steps will sample
+    #: (``num_output_placeholders``), and positions they will compute
+    num_output_placeholders: int = 0
+    num_in_flight_tokens: int = 0
 
     @property
     def request_id(self) -> str:
@@ -343,6 +274,21 @@ class _Scheduled:
     drafts: tuple[int, ...] = ()
     #: how many of them the target accepted (set when the step executes)
     accepted: int = 0
+    #: whether the chunk reaches the request's last token, so that it samples
+    samples: bool = False
+    #: the request was preempted or aborted after this chunk was scheduled (async
+    #: scheduling): the chunk still executes, its output is dropped
+    stale: bool = False
+
+
+@dataclass
+class _Batch:
+    """One scheduled step: its chunks, the hashes the worker must drop, the requests
+    preempted while scheduling it."""
+
+    scheduled: list[_Scheduled]
+    freed: tuple[str, ...]
+    preempted: tuple[str, ...]
 
 
 @dataclass
@@ -377,6 +323,9 @@ class EngineLoop:
         self._weights_version = 0
         #: the drafter (SYS-13): k look-ahead KV slots, and the hook's shift of 1
         self._lookahead = config.num_speculative_tokens
+        #: async scheduling (SYS-15): the step scheduled and not yet executed
+        self._async = config.async_scheduling
+        self._in_flight: _Batch | None = None
 
     # --- admission ---------------------------------------------------------------------
 
@@ -447,6 +396,7 @@ class EngineLoop:
         else:
             self._waiting.remove(state)
         self._release(state)
+        self._mark_stale(state)
         del self._requests[request_id]
 
     def preempt(self, request_id: str) -> None:
@@ -465,7 +415,18 @@ class EngineLoop:
         state.status = "waiting"
         state.num_computed_tokens = 0
         state.spec_token_ids = []  # drafts are proposed again after the next sample
+        state.num_output_placeholders = 0
+        state.num_in_flight_tokens = 0
+        self._mark_stale(state)
         self._waiting.appendleft(state)
+
+    def _mark_stale(self, state: _Request) -> None:
+        """A chunk of ``state`` in flight still executes, but its output is dropped
+        (vLLM 0.33.0's ``drop_stale_output``): the request starts over, or is gone."""
+        if self._in_flight is not None:
+            for entry in self._in_flight.scheduled:
+                if entry.state is state:
+                    entry.stale = True
 
     def _release(self, state: _Request) -> None:
         self._kv.free(state.block_ids)
@@ -483,6 +444,7 @@ class EngineLoop:
         """``EngineCore.reset_encoder_cache``: the cache manager's ``reset()`` (ECM-9),
         and the worker drops everything it holds. Running requests lose their references;
         a chunk that reads an item again encodes it again."""
+        self._nothing_in_flight("reset_encoder_cache()")
         reset = getattr(self._cache, "reset", None)
         if not callable(reset):
             raise NotImplementedError("the encoder cache manager has no reset() (ECM-9)")
@@ -501,32 +463,84 @@ class EngineLoop:
         ``EngineCore._reset_caches`` preempts every running request, last first
         (``reset_prefix_cache(reset_running_requests=True)``: they keep their generated
         tokens and recompute the rest), resets the prefix cache and the encoder cache."""
+        self._nothing_in_flight("update_weights()")
         while self._running:
             self._preempt(self._running.pop())
         self.reset_prefix_cache()
         self.reset_encoder_cache()
         self._weights_version += 1
 
+    def _nothing_in_flight(self, what: str) -> None:
+        """SYS-15 does not specify the resets and weight updates with a step in flight
+        (vLLM's engine core warns that a reset then may desync its caches)."""
+        if self._in_flight is not None and self._in_flight.scheduled:
+            raise NotImplementedError(f"{what} with a step in flight (async scheduling)")
+
+    def async_scheduling(self) -> bool:
+        """Whether this engine schedules one step ahead of the worker (SYS-15)."""
+        return self._async
+
     # --- one step ----------------------------------------------------------------------
 
     def step(self) -> StepOutput:
-        """Schedule, encode, execute, update (see the module docstring)."""
+        """Schedule, encode, execute, update (see the module docstring). With async
+        scheduling: schedule the next step, then execute and update the one scheduled
+        by the previous call (``EngineCore.step_with_batch_queue`` with two batches)."""
+        if not self._async:
+            step = self._schedule()
+            chunks, encoded, finished = self._run(step)
+            return StepOutput(chunks, encoded, step.freed, step.preempted, finished)
+        batch = self._schedule() if self._requests else None
+        previous, self._in_flight = self._in_flight, batch
+        chunks, encoded, finished = self._run(previous) if previous else ((), (), ())
+        in_flight = () if batch is None else batch.scheduled
+        return StepOutput(
+            chunks=chunks,
+            encoded_mm_hashes=encoded,
+            freed_mm_hashes=() if previous is None else previous.freed,
+            preempted=() if batch is None else batch.preempted,
+            finished=finished,
+            in_flight=tuple(
+                ScheduledChunk(
+                    e.state.request_id, e.num_computed_tokens, e.num_new_tokens,
+                    e.decision.encoder_inputs_to_schedule, (),
+                )
+                for e in in_flight
+            ),
+            in_flight_encoded_mm_hashes=tuple(self._hashes_to_encode(in_flight)),
+            in_flight_freed_mm_hashes=() if batch is None else batch.freed,
+        )
+
+    def _schedule(self) -> _Batch:
+        """``Scheduler.schedule``: running requests, then waiting ones; the drain of
+        the freed hashes; with async scheduling ``_update_after_schedule`` too (the
+        frontier and the output placeholders advance now)."""
         budget = _StepBudget(self._config.token_budget, self._config.encoder_compute_budget)
         scheduled: list[_Scheduled] = []
         preempted = self._schedule_running(budget, scheduled)
         if not preempted:  # vLLM admits no waiting request in a step that preempted
             self._schedule_waiting(budget, scheduled)
         freed = tuple(self._cache.get_freed_mm_hashes())
-        encoder_outputs = self._encode(scheduled)
-        chunks = self._execute(scheduled, freed, encoder_outputs)
-        finished = self._update(scheduled)
-        return StepOutput(
-            chunks=tuple(chunks),
-            encoded_mm_hashes=tuple(encoder_outputs),
-            freed_mm_hashes=freed,
-            preempted=tuple(preempted),
-            finished=tuple(finished),
-        )
+        for entry in scheduled:
+            state, end = entry.state, entry.num_computed_tokens + entry.num_new_tokens
+            entry.samples = (
+                end - len(entry.drafts) == state.num_tokens + state.num_output_placeholders
+            )
+            if self._async:
+                state.num_computed_tokens = end
+                state.num_in_flight_tokens += entry.num_new_tokens
+                state.num_output_placeholders += 1 if entry.samples else 0
+        return _Batch(scheduled, freed, tuple(preempted))
+
+    def _run(
+        self, batch: _Batch
+    ) -> tuple[tuple[ScheduledChunk, ...], tuple[str, ...], tuple[str, ...]]:
+        """Encode, execute and update one scheduled step: its chunks, the hashes it
+        encoded, the requests it finished."""
+        encoder_outputs = self._encode(batch.scheduled)
+        chunks = self._execute(batch.scheduled, batch.freed, encoder_outputs)
+        finished = self._update(batch.scheduled)
+        return tuple(chunks), tuple(encoder_outputs), tuple(finished)
 
     def _try_schedule(
         self, state: _Request, computed: int, budget: _StepBudget
@@ -534,7 +548,10 @@ class EngineLoop:
         """The hook, on the chunk the token budget allows from ``computed``, with what is
         left of this step's encoder budget."""
         # a running request's drafts are scheduled after its tokens (SYS-14)
-        wanted = state.num_tokens + len(state.spec_token_ids) - computed
+        wanted = (
+            state.num_tokens + state.num_output_placeholders + len(state.spec_token_ids)
+            - computed
+        )
         proposed = min(wanted, budget.tokens)
         if self._lookahead:  # the drafter reads one position ahead (SYS-13)
             return self._hook.try_schedule_encoder_inputs(
@@ -553,6 +570,10 @@ class EngineLoop:
         while index < len(self._running) and budget.tokens > 0:
             state = self._running[index]
             computed = state.num_computed_tokens
+            pending = len(state.output_token_ids) + state.num_output_placeholders
+            if state.num_output_placeholders and pending >= state.request.max_new_tokens:
+                index += 1  # async: the step in flight samples its last token
+                continue
             decision = self._try_schedule(state, computed, budget)
             new = decision.num_new_tokens
             if new == 0:  # the next item can get neither budget nor cache space
@@ -656,7 +677,8 @@ class EngineLoop:
         for entry, count, draft in zip(scheduled, per_chunk, drafts, strict=True):
             gathered = tuple(rows[cursor : cursor + count])
             cursor += count
-            self._write_kv(entry)
+            if not entry.stale:  # a stale chunk's blocks are no longer its request's
+                self._write_kv(entry)
             # the target verifies the chunk's drafts (the runner's rejection sampler)
             entry.accepted = accepted_drafts(len(entry.state.output_token_ids), entry.drafts)
             chunks.append(
@@ -711,14 +733,20 @@ class EngineLoop:
         max_blocks = (state.num_tokens - 1) // self._kv.block_size
         return self._kv.longest_cached_prefix(state.block_hashes, max_blocks)
 
-    def _encode(self, scheduled: Sequence[_Scheduled]) -> dict[str, NDArray[Any]]:
-        """One encode per hash scheduled this step (ENC: batching changes nothing)."""
+    @staticmethod
+    def _hashes_to_encode(scheduled: Sequence[_Scheduled]) -> dict[str, tuple[Any, int]]:
+        """The step's encodes, one per hash: its data and embedding count."""
         batch: dict[str, tuple[Any, int]] = {}
         for entry in scheduled:
             request = entry.state.request
             for input_id in entry.decision.encoder_inputs_to_schedule:
                 item = request.items[input_id]
                 batch.setdefault(item.mm_hash, (request.data[input_id], item.num_embeds))
+        return batch
+
+    def _encode(self, scheduled: Sequence[_Scheduled]) -> dict[str, NDArray[Any]]:
+        """One encode per hash scheduled this step (ENC: batching changes nothing)."""
+        batch = self._hashes_to_encode(scheduled)
         outputs = self._encoder.encode_batch(list(batch.values()))
         version = self._weights_version
         return {
@@ -757,9 +785,10 @@ class EngineLoop:
         finished: list[str] = []
         for entry in scheduled:
             state = entry.state
+            if entry.stale:
+                continue  # preempted or aborted since it was scheduled: output dropped
             rejected = len(entry.drafts) - entry.accepted
-            end = entry.num_computed_tokens + entry.num_new_tokens - len(entry.drafts)
-            if end == state.num_tokens:  # the chunk reached P + g: it samples 1 + a
+            if entry.samples:  # the chunk reached P + g: it samples 1 + a
                 samples = min(1 + entry.accepted,
                               state.request.max_new_tokens - len(state.output_token_ids))
                 for _ in range(samples):
@@ -767,8 +796,12 @@ class EngineLoop:
                 if state.num_tokens // self._kv.block_size > len(state.block_hashes):
                     state.block_hashes = self._block_hashes(state.request, state.output_token_ids)
                 self._propose_drafts(state)
-            # rejected drafts roll back: their positions are computed again
-            state.num_computed_tokens = entry.num_computed_tokens + entry.num_new_tokens - rejected
+            if self._async:  # the frontier moved when it was scheduled
+                state.num_in_flight_tokens -= entry.num_new_tokens
+                state.num_output_placeholders -= 1 if entry.samples else 0
+            else:  # rejected drafts roll back: their positions are computed again
+                end = entry.num_computed_tokens + entry.num_new_tokens
+                state.num_computed_tokens = end - rejected
             self._cache_full_blocks(state)
             self._free_encoder_inputs(state)
             if len(state.output_token_ids) >= state.request.max_new_tokens:
@@ -793,7 +826,8 @@ class EngineLoop:
         """Register the newly full, computed blocks under their hashes (prompt and
         generated tokens alike, as ``KVCacheManager.allocate_slots`` caches up to
         ``num_tokens``)."""
-        full = min(state.num_computed_tokens // self._kv.block_size, len(state.block_hashes))
+        executed = state.num_computed_tokens - state.num_in_flight_tokens
+        full = min(executed // self._kv.block_size, len(state.block_hashes))
         for index in range(state.num_cached_blocks, full):
             self._kv.cache(state.block_ids[index], state.block_hashes[index])
         state.num_cached_blocks = max(state.num_cached_blocks, full)
@@ -801,9 +835,12 @@ class EngineLoop:
     def _free_encoder_inputs(self, state: _Request) -> None:
         """``Scheduler._free_encoder_inputs``, after the step: release every item the
         request references whose range is entirely computed, ``offset + length <=
-        num_computed_tokens`` (no output placeholders here: no async scheduling)."""
+        num_computed_tokens − num_output_placeholders`` (v0.33.0's rule: with async
+        scheduling the frontier counts the step in flight, which may still read the
+        item: its eviction is reported with a later step, executed after it)."""
+        frontier = state.num_computed_tokens - state.num_output_placeholders
         for input_id in sorted(self._cache.get_cached_input_ids(state.view)):
-            if state.request.items[input_id].mm_position.end <= state.num_computed_tokens:
+            if state.request.items[input_id].mm_position.end <= frontier:
                 self._cache.free_encoder_input(state.view, input_id)
 
     # --- observation -------------------------------------------------------------------
@@ -814,7 +851,7 @@ class EngineLoop:
         for request_id, state in self._requests.items():
             sources: list[KVSource] = []
             versions: list[int] = []
-            for position in range(state.num_computed_tokens):
+            for position in range(state.num_computed_tokens - state.num_in_flight_tokens):
                 block, slot = state.block_ids[position // block_size], position % block_size
                 source = self._kv.sources[block][slot]
                 if source is None:
@@ -829,6 +866,7 @@ class EngineLoop:
                 kv_block_ids=tuple(state.block_ids),
                 kv_sources=tuple(sources),
                 kv_weights_versions=tuple(versions),
+                num_in_flight_tokens=state.num_in_flight_tokens,
             )
         return EngineSnapshot(
             requests=requests,

@@ -458,6 +458,13 @@ class StepOutput:
     freed_mm_hashes: tuple[str, ...]
     preempted: tuple[str, ...]
     finished: tuple[str, ...]
+    #: with async scheduling (SYS-15) the fields above describe the step *executed*
+    #: in this call (``preempted``: those preempted while scheduling the next one), and
+    #: these the step scheduled in this call, left in flight: its chunks (no rows yet),
+    #: the hashes it will encode and the hashes it will tell the worker to drop
+    in_flight: tuple[ScheduledChunk, ...] = ()
+    in_flight_encoded_mm_hashes: tuple[str, ...] = ()
+    in_flight_freed_mm_hashes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -477,6 +484,10 @@ class RequestSnapshot:
     #: the weights version each computed position's KV was computed at, one per
     #: position (SYS-12); ``()`` for an engine without ``update_weights`` (version 0)
     kv_weights_versions: tuple[int, ...] = ()
+    #: with async scheduling (SYS-15): how many of ``num_computed_tokens`` belong to a
+    #: chunk scheduled and not yet executed (vLLM's ``num_in_flight_tokens``);
+    #: ``kv_sources`` covers the others
+    num_in_flight_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -536,6 +547,16 @@ class SpeculativeEngine(Protocol):
 
     def num_speculative_tokens(self) -> int:
         """The ``k`` this engine's drafter runs with (0: none)."""
+        ...
+
+
+@runtime_checkable
+class AsyncEngine(Protocol):
+    """Optional capability of an ``EngineLoop`` (SYS-15): it schedules one step ahead
+    of the worker when its ``EngineConfig.async_scheduling`` asks for it."""
+
+    def async_scheduling(self) -> bool:
+        """Whether this engine runs with async scheduling."""
         ...
 
 

@@ -387,3 +387,6 @@ class EngineConfig:
     #: each step's drafter reads every chunk's window shifted by one, and the KV cache
     #: reserves ``k`` look-ahead slots per running request; 0: no drafter
     num_speculative_tokens: int = 0
+    #: async scheduling (SYS-15): the scheduler runs one step ahead of the worker —
+    #: each ``step()`` schedules the next step and executes the one scheduled before
+    async_scheduling: bool = False

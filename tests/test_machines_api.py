@@ -9,7 +9,7 @@ import pytest
 from hypothesis import settings
 
 from adapters.zoo.ecm_newest_first_eviction import NewestFirstEviction
-from harness.machines import encoder_cache, engine, engine_drafter, engine_resets
+from harness.machines import encoder_cache, engine, engine_async, engine_drafter, engine_resets
 from properties.framework import ClauseViolation
 from reference.encoder_cache import EncoderCacheManager
 from reference.engine import EngineLoop
@@ -100,6 +100,27 @@ def test_the_drafter_machine_takes_an_engine_with_a_drafter() -> None:
 
     with pytest.raises(TypeError, match="needs a drafter"):
         engine_drafter(NoDrafter)
+
+
+def test_the_async_machine_takes_an_engine_that_schedules_ahead() -> None:
+    """SYS-15 as a library: the reference passes; a batch queue used as a stack raises
+    SYS-15's violation; an engine without async scheduling is refused."""
+    from adapters.zoo.sys_async_newest_batch_first import NewestBatchFirst
+
+    result = _run(engine_async(EngineLoop))
+    assert result.wasSuccessful(), result.failures + result.errors
+    machine = engine_async(NewestBatchFirst)
+    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "SYS-15"
+
+    class Synchronous(EngineLoop):
+        async_scheduling = None  # type: ignore[assignment]
+
+    with pytest.raises(TypeError, match="needs async scheduling"):
+        engine_async(Synchronous)
 
 
 def test_the_item_cache_machine_takes_a_pair_factory() -> None:

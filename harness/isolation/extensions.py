@@ -5,8 +5,8 @@ run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cach
 manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; ECD-6 when the
 encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
 ``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``;
-SYS-11 to SYS-14 when the engine loop has the resets, ``update_weights`` or
-``num_speculative_tokens``):
+SYS-11 to SYS-15 when the engine loop has the resets, ``update_weights``,
+``num_speculative_tokens`` or ``async_scheduling``):
 the child reports which extension members its object has, and the grader's proxy offers
 exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 from harness.loader import protocol_members
 from properties.differential import Bfloat16Splice, MultiPrecisionEncoder
 from spec.components import (
+    AsyncEngine,
     EncoderCacheBookkeeping,
     IdentityBlockHasher,
     RequestIdentifiedHasher,
@@ -37,8 +38,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "hasher": (RequestIdentifiedHasher,),
     # ECD-6's optional capability
     "encoder_decoder_cache_manager": (ResettableEncoderCache,),
-    # SYS-11, SYS-12 and SYS-13's
-    "engine_loop": (ResettableEngine, WeightUpdatableEngine, SpeculativeEngine),
+    # SYS-11, SYS-12, SYS-13/14's and SYS-15's
+    "engine_loop": (ResettableEngine, WeightUpdatableEngine, SpeculativeEngine, AsyncEngine),
 }
 
 

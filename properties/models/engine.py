@@ -245,7 +245,11 @@ class EngineModel:
         progress = self.progress[request_id]
         c, g = progress.computed, progress.outputs
         catch_up = ceil_div(facts.num_tokens(g) - c, self.config.token_budget)
-        return catch_up + facts.items_ending_after(c) + facts.request.max_new_tokens - g - 1
+        pipeline = 1 if self.config.async_scheduling else 0  # the step in flight
+        return (
+            catch_up + facts.items_ending_after(c) + facts.request.max_new_tokens - g - 1
+            + pipeline
+        )
 
     def drain_bound(self) -> int:
         """Steps within which every unfinished request finishes when none arrives: the
@@ -263,4 +267,5 @@ class EngineModel:
                 + len(facts.request.items)
                 + facts.request.max_new_tokens
             )
-        return solo_from_scratch * (len(live) + 1)
+        pipeline = 1 if self.config.async_scheduling else 0  # the step in flight
+        return solo_from_scratch * (len(live) + 1) + pipeline
