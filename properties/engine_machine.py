@@ -536,8 +536,11 @@ def engine_machine_class(
 
             sys10_finished_exactly(step, out.finished, finished_expected)
 
-            # the model follows: preemptions reset, finished requests leave
-            for request_id in out.preempted:
+            # the model follows: preemptions reset, finished requests leave (with async
+            # scheduling a request preempted may also finish: its chunk in flight
+            # delivered its last token)
+            preempted = [r for r in out.preempted if r not in out.finished]
+            for request_id in preempted:
                 model.progress[request_id].reset()
                 self.reached("preemption")
             for request_id in out.finished:
@@ -552,7 +555,7 @@ def engine_machine_class(
 
             for request_id in out.finished:
                 sys7_released(request_id, after, "finish", self.label, gone=True)
-            for request_id in out.preempted:
+            for request_id in preempted:
                 sys7_released(request_id, after, "preemption", self.label, gone=False)
 
             self.check_progress(live_before, out)
@@ -650,7 +653,9 @@ def engine_machine_class(
                 in_flight = self.pipeline.tokens_of(request_id)
                 sys10_snapshot_agrees(request_id, snap, progress, self.pipeline.end_of(request_id))
                 if self.config.async_scheduling:
-                    sys15_snapshot_in_flight(request_id, snap, in_flight)
+                    sys15_snapshot_in_flight(
+                        request_id, snap, in_flight, self.pipeline.end_of(request_id)
+                    )
                 sys7_waiting_holds_nothing(request_id, snap, progress, after, in_flight)
                 sys6_kv_sources(request_id, snap, facts, self.label)
 

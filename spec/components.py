@@ -484,8 +484,9 @@ class RequestSnapshot:
     #: the weights version each computed position's KV was computed at, one per
     #: position (SYS-12); ``()`` for an engine without ``update_weights`` (version 0)
     kv_weights_versions: tuple[int, ...] = ()
-    #: with async scheduling (SYS-15): how many of ``num_computed_tokens`` belong to a
-    #: chunk scheduled and not yet executed (vLLM's ``num_in_flight_tokens``);
+    #: with async scheduling (SYS-15): how many of the last ``num_computed_tokens``
+    #: positions wait for the step in flight to compute their KV — the request's chunk
+    #: in flight, and a prefix hit on blocks another request's chunk in flight computes;
     #: ``kv_sources`` covers the others
     num_in_flight_tokens: int = 0
 

@@ -199,3 +199,56 @@ def test_drafts_go_through_vllms_scheduler(version: str) -> None:
     chunks = [tuple(c) for c in result["chunks"]]
     assert chunks == [(0, 7, 0, 0), (7, 3, 2, 1), (9, 3, 2, 2)], chunks
     assert result["left"] == []
+
+
+_ASYNC_RUN = _RUN.split("sys.setprofile(constructing)")[0] + r"""
+engine = a.ADAPTER.engine_loop(
+    EngineConfig(token_budget=4, num_kv_blocks=16, async_scheduling=True), parts
+)
+scheduler = engine.scheduler
+for name in ("schedule", "update_from_output", "_preempt_request", "finish_requests"):
+    setattr(scheduler, name, watched(getattr(scheduler, name)))
+hasher = a.ADAPTER.hasher()
+A = b"A" * 16
+item = MultiModalItem(hasher.hash_item(A), PlaceholderRange(2, 3))
+engine.add_request(EngineRequest("r1", (1, 2, 9, 9, 9, 3), (item,), (A,), 2))
+engine.add_request(EngineRequest("r2", (1, 2, 9, 9, 9, 4), (item,), (A,), 2))
+steps = []
+def step():
+    out = engine.step()
+    steps.append([[(c.request_id, c.num_computed_tokens, c.num_new_tokens) for c in out.chunks],
+                  [(c.request_id, c.num_computed_tokens, c.num_new_tokens) for c in out.in_flight]])
+step()
+step()
+in_flight = [c[0] for c in steps[-1][1]]
+engine.preempt("r2")   # its chunk in flight still executes; its output is dropped
+for _ in range(10):
+    if not engine.snapshot().requests:
+        break
+    step()
+print(json.dumps({"called": sorted(called), "vllm_functions": sorted(vllm_functions),
+                  "scheduler": type(scheduler).__name__, "steps": steps,
+                  "preempted_in_flight": in_flight,
+                  "left": sorted(engine.snapshot().requests)}))
+"""
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_async_scheduling_is_vllms_async_scheduler(version: str) -> None:
+    """SYS-15 through vLLM's code: the engine loop is vLLM's ``AsyncScheduler`` with one
+    step in flight — each step schedules the next and executes the one scheduled before
+    — and a preemption with a chunk in flight goes through vLLM's own stale-output
+    handling; none of it calls the project's code."""
+    result = run_child(_ASYNC_RUN, version)
+    assert result["called"] == [], "vLLM's scheduler called the project's code"
+    assert result["scheduler"] == "AsyncScheduler"
+    assert {"_update_after_schedule", "_free_encoder_inputs"} <= set(result["vllm_functions"])
+    steps = [[[tuple(c) for c in executed], [tuple(c) for c in in_flight]]
+             for executed, in_flight in result["steps"]]
+    # the first step only schedules; each later one executes what the previous left,
+    # r2's chunk in flight at its preemption included
+    assert steps[0][0] == [] and steps[0][1]
+    for before, after in zip(steps, steps[1:], strict=False):
+        assert after[0] == before[1], steps
+    assert "r2" in result["preempted_in_flight"], steps
+    assert result["left"] == []

@@ -56,6 +56,7 @@ MODULES: dict[str, str] = {
     "sampling_params": "vllm.sampling_params",
     "encoder_cache_manager": "vllm.v1.core.encoder_cache_manager",
     "scheduler": "vllm.v1.core.sched.scheduler",
+    "async_scheduler": "vllm.v1.core.sched.async_scheduler",
     "hasher": "vllm.multimodal.hasher",
     "models_utils": "vllm.model_executor.models.utils",
     "kv_cache_utils": "vllm.v1.core.kv_cache_utils",
@@ -191,7 +192,8 @@ def _engine_loop_modes(code: VllmCode) -> str:
         drafter += " (schedule() also pads a new decode with -1 drafts)"
     return (
         "vLLM's Scheduler (vllm.v1.core.sched.scheduler); resets and weight updates: "
-        "EngineCore's own functions; drafter: " + drafter + "; async scheduling: not run"
+        "EngineCore's own functions; drafter: " + drafter + "; async scheduling: "
+        "vLLM's AsyncScheduler, one step in flight (EngineCore.step_with_batch_queue)"
     )
 
 

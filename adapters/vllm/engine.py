@@ -24,18 +24,25 @@ processor (:func:`validate_request`, :func:`admission_problem`), and the model r
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
 from spec.adapter import EngineParts
-from spec.components import EngineSnapshot, KVSource, RequestSnapshot, StepOutput
+from spec.components import (
+    EngineSnapshot,
+    KVSource,
+    RequestSnapshot,
+    ScheduledChunk,
+    StepOutput,
+)
 from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
 from spec.types import EngineConfig, EngineRequest
 
 from .engine_admission import admission_problem, check_config, validate_request
 from .engine_build import build_scheduler, machine_block_id
 from .engine_core import ExecutorStandIn, core_shim
-from .engine_worker import EngineWorker
+from .engine_worker import EngineWorker, chunk_starts
 from .requests_bridge import vllm_feature
 from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmCode
 
@@ -67,6 +74,12 @@ class VllmEngineLoop:
         #: unfinished requests: the machine's request and vLLM's
         self._requests: dict[str, tuple[EngineRequest, Any]] = {}
         self._core: Any = None
+        #: async scheduling (SYS-15): the SchedulerOutput scheduled and not yet executed,
+        #: and the requests aborted since, whose chunks in it the worker still runs
+        self._in_flight: Any = None
+        self._aborted: dict[str, tuple[EngineRequest, Any]] = {}
+        #: the KV slots (vLLM block id, slot) the step in flight will write
+        self._pending_slots: set[tuple[int, int]] = set()
 
     def _request_block_hasher(self, api: Api) -> Any:
         """The hasher the engine core gives every ``Request`` when prefix caching is on."""
@@ -113,14 +126,29 @@ class VllmEngineLoop:
     def abort(self, request_id: str) -> None:
         self._get(request_id)
         self.scheduler.finish_requests(request_id, self._status.FINISHED_ABORTED)
+        if self._in_flight is not None and request_id in self._in_flight.num_scheduled_tokens:
+            self._aborted[request_id] = self._requests[request_id]  # its chunk still runs
         del self._requests[request_id]
 
     def preempt(self, request_id: str) -> None:
         vllm_request = self._get(request_id)
-        if vllm_request.status == self._status.RUNNING:
-            self.scheduler.running.remove(vllm_request)
-            self.scheduler._preempt_request(vllm_request, time.monotonic())
-            self.scheduler.prev_step_scheduled_req_ids.discard(request_id)
+        if vllm_request.status != self._status.RUNNING:
+            return
+        self.scheduler.running.remove(vllm_request)
+        preempt = self.scheduler._preempt_request
+        if not self._config.async_scheduling:
+            preempt(vllm_request, time.monotonic())
+        elif "drop_stale_output" in inspect.signature(preempt).parameters:
+            preempt(vllm_request, time.monotonic(), drop_stale_output=True)  # 0.33.0
+        else:  # 0.22.1: the frames in flight are discarded when they return
+            preempt(vllm_request, time.monotonic())
+            vllm_request.async_tokens_to_discard = vllm_request.num_output_placeholders
+            vllm_request.num_output_placeholders = 0
+        self.scheduler.prev_step_scheduled_req_ids.discard(request_id)
+
+    def async_scheduling(self) -> bool:
+        """Whether the scheduler is vLLM's ``AsyncScheduler``, one step ahead (SYS-15)."""
+        return self._config.async_scheduling
 
     def num_speculative_tokens(self) -> int:
         """The drafter's ``k`` (SYS-13, SYS-14): vLLM's ``Scheduler.num_lookahead_tokens``
@@ -163,6 +191,8 @@ class VllmEngineLoop:
     # --- one step -------------------------------------------------------------------
 
     def step(self) -> StepOutput:
+        if self._config.async_scheduling:
+            return self._step_async()
         preemptions = {rid: r.num_preemptions for rid, (_, r) in self._requests.items()}
         scheduler_output = self.scheduler.schedule()
         preempted = tuple(
@@ -186,6 +216,85 @@ class VllmEngineLoop:
             preempted=preempted,
             finished=finished,
         )
+
+    def _step_async(self) -> StepOutput:
+        """``EngineCore.step_with_batch_queue`` with a queue of two: schedule the next
+        step (if the scheduler has requests), then execute and update the one scheduled
+        by the previous call; the chunks of requests aborted or preempted since still
+        execute (vLLM's update skips or discards their output)."""
+        preemptions = {rid: r.num_preemptions for rid, (_, r) in self._requests.items()}
+        scheduled = self.scheduler.schedule() if self.scheduler.has_requests() else None
+        preempted = tuple(
+            rid for rid, (_, r) in self._requests.items() if r.num_preemptions > preemptions[rid]
+        )
+        previous, self._in_flight = self._in_flight, scheduled
+        pending = self._slots_written(scheduled)
+        chunks: tuple[ScheduledChunk, ...] = ()
+        encoded: tuple[str, ...] = ()
+        freed: tuple[str, ...] = ()
+        finished: tuple[str, ...] = ()
+        if previous is not None:
+            known = {**self._requests, **self._aborted}
+            answer = self._worker.execute(previous, known, self._runner_output)
+            self.scheduler.update_from_output(previous, answer.model_runner_output)
+            self._aborted.clear()
+            chunks, encoded = answer.chunks, answer.encoded_mm_hashes
+            freed = tuple(str(h) for h in previous.free_encoder_mm_hashes)
+            finished = tuple(
+                c.request_id for c in chunks
+                if c.request_id in self._requests
+                and self._requests[c.request_id][1].is_finished()
+            )
+            for request_id in finished:
+                del self._requests[request_id]
+        self._pending_slots = pending
+        return StepOutput(
+            chunks, encoded, freed, preempted, finished, *self._describe(scheduled)
+        )
+
+    def _slots_written(self, scheduled: Any) -> set[tuple[int, int]]:
+        """The KV slots the chunks of ``scheduled`` compute, through the block tables the
+        scheduler just gave them (a prefix hit of another request may share them)."""
+        if scheduled is None:
+            return set()
+        size = self._config.block_size
+        starts = chunk_starts(scheduled)
+        slots: set[tuple[int, int]] = set()
+        for request_id, new in scheduled.num_scheduled_tokens.items():
+            blocks = self._block_ids(request_id)
+            for position in range(starts[request_id], starts[request_id] + int(new)):
+                slots.add((blocks[position // size], position % size))
+        return slots
+
+    def _describe(
+        self, scheduled: Any
+    ) -> tuple[tuple[ScheduledChunk, ...], tuple[str, ...], tuple[str, ...]]:
+        """The step left in flight: its chunks, the hashes it encodes and frees."""
+        if scheduled is None:
+            return (), (), ()
+        starts = chunk_starts(scheduled)
+        inputs = scheduled.scheduled_encoder_inputs
+        chunks = tuple(
+            ScheduledChunk(
+                rid, starts[rid], int(new), tuple(int(i) for i in inputs.get(rid, ())), ()
+            )
+            for rid, new in scheduled.num_scheduled_tokens.items()
+        )
+        encoded = tuple(
+            self._requests[rid][0].items[int(i)].mm_hash
+            for rid, ids in inputs.items() for i in ids
+        )
+        return chunks, encoded, tuple(str(h) for h in scheduled.free_encoder_mm_hashes)
+
+    def _in_flight_tokens(self, blocks: list[int], computed: int) -> int:
+        """How many of the last computed positions wait for the step in flight to write
+        their KV: the request's own chunk, and a prefix hit on blocks another request's
+        chunk in flight computes (vLLM caches a block's hash when it is scheduled)."""
+        size = self._config.block_size
+        for position in range(computed):
+            if (blocks[position // size], position % size) in self._pending_slots:
+                return computed - position
+        return 0
 
     def _post_step(self, scheduler_output: Any, order: list[str]) -> None:
         """``EngineCore.post_step`` with a drafter (sync scheduling): the drafter's
@@ -211,9 +320,10 @@ class VllmEngineLoop:
         for request_id, (_, vllm_request) in self._requests.items():
             blocks = self._block_ids(request_id)
             computed = int(vllm_request.num_computed_tokens)
+            in_flight = self._in_flight_tokens(blocks, computed)
             sources: list[KVSource] = []
             versions: list[int] = []
-            for position in range(computed):
+            for position in range(computed - in_flight):
                 block, slot = blocks[position // block_size], position % block_size
                 source = self._worker.kv_sources[block][slot]
                 if source is None:
@@ -228,6 +338,7 @@ class VllmEngineLoop:
                 kv_block_ids=tuple(machine_block_id(b) for b in blocks),
                 kv_sources=tuple(sources),
                 kv_weights_versions=tuple(versions),
+                num_in_flight_tokens=in_flight,
             )
         pool = self.scheduler.kv_cache_manager.block_pool
         cache = self.scheduler.encoder_cache_manager

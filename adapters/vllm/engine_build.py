@@ -22,6 +22,9 @@ a tokenizer, a GPU or a hub.
   ``num_lookahead_tokens`` from it, checked after construction. Where ``schedule()``
   pads new decodes with placeholder drafts (:func:`pads_new_decodes`, 0.33.0) the
   runner stand-in verifies them like any draft (a ``-1`` is never accepted).
+- **Async scheduling (SYS-15).** With ``async_scheduling`` the scheduler is vLLM's
+  ``AsyncScheduler`` (same arguments); the engine loop keeps one ``SchedulerOutput``
+  in flight.
 - **KV cache.** ``cache_config.num_gpu_blocks`` as the engine core sets it after
   profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
   more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
@@ -180,7 +183,16 @@ def build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
         kv_cache_tensors=[],
         kv_cache_groups=[kv.KVCacheGroupSpec(["model.layers.0.self_attn.attn"], spec)],
     )
-    scheduler = code.module("scheduler").Scheduler(
+    if config.async_scheduling:
+        # read by the scheduler only with pipeline parallelism and by the engine core's
+        # batch queue: set after validation, like the encoder budgets
+        vllm_config.scheduler_config.async_scheduling = True
+    scheduler_class = (
+        code.module("async_scheduler").AsyncScheduler
+        if config.async_scheduling
+        else code.module("scheduler").Scheduler
+    )
+    scheduler = scheduler_class(
         vllm_config=vllm_config,
         kv_cache_config=kv_cache_config,
         structured_output_manager=code.module("structured_output").StructuredOutputManager(
