@@ -12,7 +12,9 @@ against the step executed, with the step in flight part of the state it compares
 (SYS-5's worker, SYS-7's references, SYS-10's snapshot), and SYS-15 checks that the
 step executed is exactly the one scheduled, and what the snapshot says of the step in
 flight. SYS-8's work conservation is judged on the state a step was scheduled from,
-which only the synchronous machines see (not here); the progress bounds gain one step.
+which only the synchronous machines see (not here); the progress bounds gain one step
+for the pipeline and one per item (a reference is released by the update that follows
+the next schedule, so an item waiting for its predecessor's space waits a step more).
 
 An engine without the capability (:class:`spec.components.AsyncEngine`) runs nothing
 here: every clause of this machine is not provided. Async scheduling with a drafter is

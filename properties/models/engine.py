@@ -245,11 +245,11 @@ class EngineModel:
         progress = self.progress[request_id]
         c, g = progress.computed, progress.outputs
         catch_up = ceil_div(facts.num_tokens(g) - c, self.config.token_budget)
-        pipeline = 1 if self.config.async_scheduling else 0  # the step in flight
-        return (
-            catch_up + facts.items_ending_after(c) + facts.request.max_new_tokens - g - 1
-            + pipeline
-        )
+        items = facts.items_ending_after(c)
+        # async scheduling: the step in flight, and per item one step more (its
+        # predecessor's reference is released by the update after the next schedule)
+        pipeline = 1 + items if self.config.async_scheduling else 0
+        return catch_up + items + facts.request.max_new_tokens - g - 1 + pipeline
 
     def drain_bound(self) -> int:
         """Steps within which every unfinished request finishes when none arrives: the
@@ -262,9 +262,10 @@ class EngineModel:
         solo_from_scratch = 0
         for request_id in live:
             facts = self.facts[request_id]
+            items = len(facts.request.items) * (2 if self.config.async_scheduling else 1)
             solo_from_scratch += (
                 ceil_div(facts.num_prompt_tokens, self.config.token_budget)
-                + len(facts.request.items)
+                + items
                 + facts.request.max_new_tokens
             )
         pipeline = 1 if self.config.async_scheduling else 0  # the step in flight
