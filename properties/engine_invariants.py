@@ -337,10 +337,21 @@ def sys5_within_capacity(
 
 
 def sys6_kv_sources(
-    request_id: str, snap: RequestSnapshot, facts: RequestFacts, label: Label
+    request_id: str,
+    snap: RequestSnapshot,
+    facts: RequestFacts,
+    label: Label,
+    asynchronous: bool = False,
 ) -> None:
     """One source per computed position, each what the request has there: its own
-    token, or its own item's row."""
+    token, or its own item's row. Only with async scheduling may positions wait for a
+    step in flight (SYS-15 bounds how many); otherwise none does."""
+    check(
+        asynchronous or snap.num_in_flight_tokens == 0,
+        "SYS-6",
+        f"{request_id}: {snap.num_in_flight_tokens!r} computed positions are said to wait "
+        "for a step in flight, but the engine schedules synchronously",
+    )
     executed = snap.num_computed_tokens - snap.num_in_flight_tokens
     check(
         len(snap.kv_sources) == executed,
@@ -443,12 +454,15 @@ def sys7_waiting_holds_nothing(
 # --- SYS-8: progress -----------------------------------------------------------------------
 
 
-def sys8_step_progresses(step: int, live_before: Sequence[str], out: StepOutput) -> None:
+def sys8_step_progresses(
+    step: int, live_before: Sequence[str], out: StepOutput, asynchronous: bool = False
+) -> None:
     """A step with unfinished requests computes a token or preempts a request (with
     async scheduling: or schedules a step that computes one)."""
     if live_before:
+        scheduled = asynchronous and bool(out.in_flight)
         check(
-            bool(out.chunks) or bool(out.preempted) or bool(out.in_flight),
+            bool(out.chunks) or bool(out.preempted) or scheduled,
             "SYS-8",
             f"step {step}: {sorted(live_before)} are unfinished but the step "
             "computed nothing and preempted nobody (a livelock: the next step is the "

@@ -625,7 +625,7 @@ def engine_machine_class(
 
         def check_progress(self, live_before: list[str], out: StepOutput) -> None:
             """SYS-8: the step progressed; a request alone keeps within its bound."""
-            sys8_step_progresses(self.steps, live_before, out)
+            sys8_step_progresses(self.steps, live_before, out, self.config.async_scheduling)
             if self.solo is not None:
                 request_id, left = self.solo
                 if not self.model.is_live(request_id):
@@ -657,6 +657,8 @@ def engine_machine_class(
                         request_id, snap, in_flight, self.pipeline.end_of(request_id)
                     )
                 sys7_waiting_holds_nothing(request_id, snap, progress, after, in_flight)
-                sys6_kv_sources(request_id, snap, facts, self.label)
+                sys6_kv_sources(
+                    request_id, snap, facts, self.label, self.config.async_scheduling
+                )
 
     return EngineMachine
