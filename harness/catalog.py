@@ -17,6 +17,7 @@ from properties import (  # noqa: F401
     encoder,
     encoder_cache_machine,
     encoder_decoder_cache_machine,
+    engine_async_drafter_machine,
     engine_async_machine,
     engine_drafter_machine,
     engine_machine,

@@ -21,7 +21,8 @@ cache pair (``spec.components.ItemCache``); ``engine_resets(factory)`` SYS-1..12
 ``engine_drafter(factory)`` SYS-1..10, SYS-13 and SYS-14's ``EngineDrafterMachine``, over an
 engine loop that runs a drafter (``SpeculativeEngine``); ``engine_async(factory)``
 SYS-1..10 and SYS-15's ``EngineAsyncMachine``, over one that schedules a step ahead of
-its worker (``AsyncEngine``).
+its worker (``AsyncEngine``); ``engine_async_drafter(factory)`` SYS-1..10 and
+SYS-13..15's ``EngineAsyncDrafterMachine``, over one that does both at once.
 
 Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
 ``bookkeeping`` (ECM-8's ``tracked_request_ids()``/``tracked_mm_hashes()``). ``True``
@@ -41,6 +42,10 @@ from hypothesis.stateful import RuleBasedStateMachine
 from harness.loader import REFERENCE_REF, build_parts, load_adapter
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
+from properties.engine_async_drafter_machine import (
+    async_drafter_probe,
+    engine_async_drafter_machine_class,
+)
 from properties.engine_async_machine import async_probe, engine_async_machine_class
 from properties.engine_drafter_machine import drafter_probe, engine_drafter_machine_class
 from properties.engine_machine import engine_machine
@@ -162,6 +167,21 @@ def engine_async(
     if lacking:
         raise TypeError(f"engine_async needs async scheduling: {lacking}")
     return _machine_class(machine(engine_async_machine_class(parts)).machine_class)
+
+
+def engine_async_drafter(
+    factory: Callable[[EngineConfig, EngineParts], EngineLoop],
+    **components: Callable[..., Any],
+) -> type[RuleBasedStateMachine]:
+    """SYS-1..10 and SYS-13..15's machine (``EngineAsyncDrafterMachine``) over
+    ``factory(config, parts)`` built with ``async_scheduling=True`` and a drafter
+    (``num_speculative_tokens`` 1 or 2); an engine without both, or that refuses the
+    pair, is refused."""
+    parts = _engine_parts(factory, components)
+    lacking = async_drafter_probe(parts)
+    if lacking:
+        raise TypeError(f"engine_async_drafter needs async scheduling and a drafter: {lacking}")
+    return _machine_class(machine(engine_async_drafter_machine_class(parts)).machine_class)
 
 
 def _engine_parts(

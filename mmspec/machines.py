@@ -7,6 +7,7 @@ from mmspec.harness.machines import (  # type: ignore[import-not-found, import-u
     encoder_cache,  # (the wheel has mmspec.harness; a checkout has harness/ instead)
     engine,
     engine_async,
+    engine_async_drafter,
     engine_drafter,
     engine_resets,
     item_cache,
@@ -16,6 +17,7 @@ __all__ = [
     "encoder_cache",
     "engine",
     "engine_async",
+    "engine_async_drafter",
     "engine_drafter",
     "engine_resets",
     "item_cache",

@@ -25,6 +25,8 @@ class Pipeline:
 
     #: (request id, start, tokens) of each chunk, in scheduling order
     chunks: tuple[tuple[str, int, int], ...] = ()
+    #: the drafts each of them verifies (with a drafter: placeholders the worker fills)
+    drafts: tuple[int, ...] = ()
     #: the hashes it will encode, and tell the worker to drop
     encoded: frozenset[str] = frozenset()
     freed: frozenset[str] = frozenset()
@@ -42,10 +44,14 @@ class Pipeline:
             chunks=tuple(
                 (c.request_id, c.num_computed_tokens, c.num_new_tokens) for c in out.in_flight
             ),
+            drafts=tuple(c.num_draft_tokens for c in out.in_flight),
             encoded=frozenset(out.in_flight_encoded_mm_hashes),
             freed=frozenset(out.in_flight_freed_mm_hashes),
             preempted=tuple(out.preempted),
             before=before,
+            # with a drafter, a chunk scheduled after one that could only finish its
+            # request by accepting its drafts, which it did: it executes, is dropped
+            stale={c.request_id for c in out.in_flight} & set(out.finished),
         )
 
     def tokens_of(self, request_id: str) -> int:
@@ -66,6 +72,16 @@ class Pipeline:
     def has_chunk(self, request_id: str) -> bool:
         return any(rid == request_id for rid, _, _ in self.chunks)
 
+    def own_end_of(self, request_id: str) -> int | None:
+        """Where the request's chunk in flight ends before the drafts it verifies (None:
+        no chunk, or a stale one): it samples iff that is the request's ``P + g``."""
+        if request_id in self.stale:
+            return None
+        for (rid, start, new), drafts in zip(self.chunks, self.drafts, strict=True):
+            if rid == request_id:
+                return start + new - drafts
+        return None
+
 
 def sys15_executes_what_was_scheduled(step: int, pipeline: Pipeline, out: StepOutput) -> None:
     """The step executed is the one scheduled by the previous call: the same chunks,
@@ -77,6 +93,13 @@ def sys15_executes_what_was_scheduled(step: int, pipeline: Pipeline, out: StepOu
         "SYS-15",
         f"step {step} executed chunks {list(executed)}, but the step the previous call "
         f"scheduled (left in flight) was {list(pipeline.chunks)}",
+    )
+    drafts = tuple(c.num_draft_tokens for c in out.chunks)
+    check(
+        drafts == pipeline.drafts,
+        "SYS-15",
+        f"step {step}'s chunks verified {list(drafts)} drafts; left in flight they were to "
+        f"verify {list(pipeline.drafts)}",
     )
     check(
         frozenset(out.encoded_mm_hashes) == pipeline.encoded
@@ -90,13 +113,19 @@ def sys15_executes_what_was_scheduled(step: int, pipeline: Pipeline, out: StepOu
 
 def sys15_in_flight_scheduled_once(step: int, out: StepOutput, live: Sequence[str]) -> None:
     """The step left in flight has at most one chunk per request, only for unfinished
-    requests, none of them preempted while it was scheduled."""
+    requests, none of them preempted while it was scheduled — or, with a drafter, for a
+    request the step just executed finished by accepting drafts: scheduled before the
+    acceptance was known, that chunk executes and is dropped."""
     ids = [c.request_id for c in out.in_flight]
+    by_drafts = {c.request_id for c in out.chunks if c.num_accepted_drafts} & set(out.finished)
     check(
-        len(set(ids)) == len(ids) and set(ids) <= set(live) and not set(ids) & set(out.preempted),
+        len(set(ids)) == len(ids)
+        and set(ids) <= set(live) | by_drafts
+        and not set(ids) & set(out.preempted),
         "SYS-15",
         f"step {step} left in flight chunks for {ids} (preempted while scheduling: "
-        f"{sorted(out.preempted)}; unfinished: {sorted(live)})",
+        f"{sorted(out.preempted)}; unfinished: {sorted(live)}"
+        + (f"; finished by accepted drafts: {sorted(by_drafts)})" if by_drafts else ")"),
     )
 
 
@@ -125,13 +154,15 @@ def sys15_stale_output(
     generated_now: int,
     resumed: bool,
 ) -> int:
-    """A chunk in flight when its request was preempted executes; its sample, if it
-    has one, may be delivered to the request — before the request resumes, never
-    after — or dropped; nothing else changes. Returns the tokens delivered."""
+    """A chunk in flight when its request was preempted executes; its sample (with
+    accepted drafts, its ``1 + a``), if it has one, may be delivered to the request —
+    before the request resumes, never after — or dropped; nothing else changes.
+    Returns the tokens delivered."""
     end = chunk.num_computed_tokens + chunk.num_new_tokens
-    samples = end == facts.num_tokens(progress.outputs)
+    samples = end - chunk.num_draft_tokens == facts.num_tokens(progress.outputs)
     left = facts.request.max_new_tokens - progress.outputs
-    allowed = 1 if samples and not resumed and left > 0 else 0
+    sampled = min(1 + chunk.num_accepted_drafts, left)  # with drafts: 1 + a
+    allowed = sampled if samples and not resumed and left > 0 else 0
     delivered = generated_now - progress.outputs
     check(
         0 <= delivered <= allowed,

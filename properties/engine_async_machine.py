@@ -18,7 +18,7 @@ the next schedule, so an item waiting for its predecessor's space waits a step m
 
 An engine without the capability (:class:`spec.components.AsyncEngine`) runs nothing
 here: every clause of this machine is not provided. Async scheduling with a drafter is
-not specified yet (SYS-9 refuses the config).
+:mod:`properties.engine_async_drafter_machine`'s.
 """
 
 from __future__ import annotations
@@ -79,19 +79,27 @@ def engine_async_machine(parts: Parts) -> Runnable:
     return machine(engine_async_machine_class(parts), examples_scale=2)
 
 
-def engine_async_machine_class(parts: Parts) -> type[Any]:
-    base: Any = engine_machine_class(parts, async_scenarios())
+def engine_async_machine_class(
+    parts: Parts,
+    scenario_strategy: st.SearchStrategy[tuple[EngineConfig, tuple[RawImage, ...]]] | None = None,
+    max_new_tokens: int = 3,
+) -> type[Any]:
+    """The ``EngineAsyncMachine`` class (with a drafter's ``scenario_strategy`` and
+    longer requests, the base of :mod:`properties.engine_async_drafter_machine`)."""
+    drawn = async_scenarios() if scenario_strategy is None else scenario_strategy
+    base: Any = engine_machine_class(parts, drawn, max_new_tokens)
 
     class EngineAsyncMachine(base):  # type: ignore[misc]
         def sampling_in_flight(self) -> list[str]:
             """Requests whose chunk in flight will sample (its output goes stale if the
             request is preempted now)."""
             found = []
-            for request_id, start, new in self.pipeline.chunks:
+            for request_id, _, _ in self.pipeline.chunks:
                 progress = self.model.progress.get(request_id)
-                if progress is None or request_id in self.pipeline.stale:
+                own_end = self.pipeline.own_end_of(request_id)
+                if progress is None or own_end is None:
                     continue
-                if start + new == self.model.facts[request_id].num_tokens(progress.outputs):
+                if own_end == self.model.facts[request_id].num_tokens(progress.outputs):
                     found.append(request_id)
             return found
 

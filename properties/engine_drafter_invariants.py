@@ -82,10 +82,11 @@ def sys14_draft_counts(
 
 
 def sys14_rejections_rolled_back(
-    step: int, chunk: ScheduledChunk, after: EngineSnapshot
+    step: int, chunk: ScheduledChunk, after: EngineSnapshot, in_flight: int = 0
 ) -> None:
     """After the step, a request that verified drafts has computed its own positions and
-    the accepted drafts, not the rejected ones."""
+    the accepted drafts, not the rejected ones (with async scheduling, and the
+    ``in_flight`` tokens of its chunk scheduled since, which starts there)."""
     snap = after.requests.get(chunk.request_id)
     if snap is None or snap.status != "running" or not chunk.num_draft_tokens:
         return  # finished (or preempted since): nothing is left to roll back
@@ -93,11 +94,13 @@ def sys14_rejections_rolled_back(
         chunk.num_computed_tokens + chunk.num_new_tokens
         - chunk.num_draft_tokens + chunk.num_accepted_drafts
     )
+    behind = f" behind its {in_flight} tokens in flight" if in_flight else ""
     check(
-        snap.num_computed_tokens == expected,
+        snap.num_computed_tokens == expected + in_flight,
         "SYS-14",
         f"step {step}: {chunk.request_id} verified {chunk.num_draft_tokens} drafts in "
         f"[{chunk.num_computed_tokens}, {chunk.num_computed_tokens + chunk.num_new_tokens}) "
         f"and {chunk.num_accepted_drafts} were accepted, so {expected} positions are "
-        f"computed; the engine says {snap.num_computed_tokens} (rejected drafts roll back)",
+        f"computed{behind}; the engine says {snap.num_computed_tokens} "
+        "(rejected drafts roll back)",
     )

@@ -95,10 +95,14 @@ def engine_drafter_machine(parts: Parts) -> Runnable:
     return machine(engine_drafter_machine_class(parts), examples_scale=2)
 
 
-def engine_drafter_machine_class(parts: Parts) -> type[Any]:
-    base: Any = engine_machine_class(parts, drafter_scenarios(), DRAFTER_MAX_NEW_TOKENS)
+def engine_drafter_machine_class(parts: Parts, base: type[Any] | None = None) -> type[Any]:
+    """The ``EngineDrafterMachine`` class; over ``base`` (default: the engine machine with
+    :func:`drafter_scenarios`) the drafter's checks join another machine's
+    (:mod:`properties.engine_async_drafter_machine`)."""
+    if base is None:
+        base = engine_machine_class(parts, drafter_scenarios(), DRAFTER_MAX_NEW_TOKENS)
 
-    class EngineDrafterMachine(base):  # type: ignore[misc]
+    class EngineDrafterMachine(base):  # type: ignore[misc,valid-type]
         def check_step(
             self,
             live_before: list[str],
@@ -109,8 +113,14 @@ def engine_drafter_machine_class(parts: Parts) -> type[Any]:
             # the drafter's rows, kept before the target's checks spoil what they read
             drafts = [tuple(np.copy(rows) for rows in c.draft_gathered) for c in out.chunks]
             facts = [self.model.facts[c.request_id] for c in out.chunks]
+            # a stale chunk (async scheduling) no longer moves its request
+            stale = self.pipeline.stale | set(out.preempted)
             for chunk in out.chunks:
-                sys14_rejections_rolled_back(self.steps, chunk, after)
+                if chunk.request_id not in stale:
+                    in_flight = sum(
+                        c.num_new_tokens for c in out.in_flight if c.request_id == chunk.request_id
+                    )
+                    sys14_rejections_rolled_back(self.steps, chunk, after, in_flight)
             super().check_step(live_before, before, out, after)
             for chunk, chunk_facts, served in zip(out.chunks, facts, drafts, strict=True):
                 start, new = chunk.num_computed_tokens, chunk.num_new_tokens

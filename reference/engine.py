@@ -70,13 +70,19 @@ schedules a step and executes the one scheduled by the previous call
 ``num_computed_tokens`` and adds the output placeholders
 (``AsyncScheduler._update_after_schedule``), the update takes them back, and a chunk of
 a request preempted or aborted since it was scheduled still executes, its output
-dropped.
+dropped. With a drafter too, a sampling chunk adds ``1 + d`` placeholders and leaves
+placeholder drafts for the request's next chunk, which the worker fills with its
+drafter's proposals; the update rolls back the rejected ones, and the request's chunk
+in flight, scheduled as if they were accepted, executes that many positions earlier.
 
-Simplifications against vLLM: one KV cache group; no drafter with async scheduling;
-docs/engine.md's fidelity table lists every symbol named here and where the loop
-differs.
+Simplifications against vLLM: one KV cache group; the drafts are cut to the outputs a
+request can still generate (with async scheduling, counting the step in flight's
+drafts as accepted, and a request whose step in flight would then finish it is not
+scheduled until its output is in), so that admission's ``P + max_new_tokens − 1 + k``
+positions always suffice; docs/engine.md's fidelity table lists every symbol named
+here and where the loop differs.
 
-Over 400 lines (880) because one engine step as SPEC.md's engine section orders it, read
+Over 400 lines (920) because one engine step as SPEC.md's engine section orders it, read
 top to bottom; split, the step's order would no longer be visible in one place.
 """
 
@@ -187,10 +193,6 @@ def check_config(config: EngineConfig) -> None:
             raise InvalidInputError(
                 f"EngineConfig.{name} must be an int >= {minimum}, got {value!r}"
             )
-    if config.async_scheduling and config.num_speculative_tokens:
-        raise InvalidInputError(
-            "EngineConfig: async scheduling with a drafter is not specified yet (SYS-9)"
-        )
 
 
 def sampled_token_id(num_outputs: int) -> int:
@@ -230,8 +232,12 @@ class _Request:
     status: Literal["waiting", "running"] = "waiting"
     num_computed_tokens: int = 0
     output_token_ids: list[int] = field(default_factory=list)
-    #: the drafter's proposals after the last sample, not yet scheduled (SYS-14)
+    #: the drafts to schedule after the last sample (SYS-14): the drafter's proposals,
+    #: or with async scheduling placeholders (-1) the worker fills from ``drafted``
     spec_token_ids: list[int] = field(default_factory=list)
+    #: async scheduling with a drafter: the worker's drafter's proposals after the
+    #: request's latest sample, which the next chunk's placeholder drafts verify
+    drafted: list[int] = field(default_factory=list)
     block_ids: list[int] = field(default_factory=list)
     #: blocks already registered in the prefix cache (or served from it)
     num_cached_blocks: int = 0
@@ -504,6 +510,7 @@ class EngineLoop:
                 ScheduledChunk(
                     e.state.request_id, e.num_computed_tokens, e.num_new_tokens,
                     e.decision.encoder_inputs_to_schedule, (),
+                    num_draft_tokens=len(e.drafts),
                 )
                 for e in in_flight
             ),
@@ -529,7 +536,11 @@ class EngineLoop:
             if self._async:
                 state.num_computed_tokens = end
                 state.num_in_flight_tokens += entry.num_new_tokens
-                state.num_output_placeholders += 1 if entry.samples else 0
+                if entry.samples:  # it samples 1 + a, a of its drafts accepted
+                    state.num_output_placeholders += 1 + len(entry.drafts)
+                    state.spec_token_ids = [-1] * self._drafts_after(
+                        state, len(state.output_token_ids) + state.num_output_placeholders
+                    )
         return _Batch(scheduled, freed, tuple(preempted))
 
     def _run(
@@ -537,6 +548,9 @@ class EngineLoop:
     ) -> tuple[tuple[ScheduledChunk, ...], tuple[str, ...], tuple[str, ...]]:
         """Encode, execute and update one scheduled step: its chunks, the hashes it
         encoded, the requests it finished."""
+        for entry in batch.scheduled:  # the worker's drafter fills the placeholders
+            if entry.drafts and not entry.stale and self._async:
+                entry.drafts = tuple(entry.state.drafted[: len(entry.drafts)])
         encoder_outputs = self._encode(batch.scheduled)
         chunks = self._execute(batch.scheduled, batch.freed, encoder_outputs)
         finished = self._update(batch.scheduled)
@@ -599,9 +613,11 @@ class EngineLoop:
     @staticmethod
     def _drafts_reached(state: _Request, computed: int, new: int) -> tuple[int, ...]:
         """The drafts the chunk ``[computed, computed + new)`` verifies: those its
-        positions past ``P + g`` reach (vLLM's running loop cuts ``spec_token_ids`` to
-        ``num_new_tokens + num_computed_tokens − num_tokens``)."""
-        return tuple(state.spec_token_ids[: max(0, computed + new - state.num_tokens)])
+        positions past ``P + g`` (and the output placeholders) reach (vLLM's running
+        loop cuts ``spec_token_ids`` to ``num_new_tokens + num_computed_tokens −
+        num_tokens − num_output_placeholders``)."""
+        tokens = state.num_tokens + state.num_output_placeholders
+        return tuple(state.spec_token_ids[: max(0, computed + new - tokens)])
 
     def _schedule_waiting(self, budget: _StepBudget, scheduled: list[_Scheduled]) -> None:
         """Waiting requests in order, each starting from its longest cached prefix. One
@@ -798,7 +814,8 @@ class EngineLoop:
                 self._propose_drafts(state)
             if self._async:  # the frontier moved when it was scheduled
                 state.num_in_flight_tokens -= entry.num_new_tokens
-                state.num_output_placeholders -= 1 if entry.samples else 0
+                state.num_output_placeholders -= (1 + len(entry.drafts)) if entry.samples else 0
+                self._roll_back_in_flight(state, rejected)
             else:  # rejected drafts roll back: their positions are computed again
                 end = entry.num_computed_tokens + entry.num_new_tokens
                 state.num_computed_tokens = end - rejected
@@ -811,16 +828,41 @@ class EngineLoop:
                 finished.append(state.request_id)
         return finished
 
+    def _roll_back_in_flight(self, state: _Request, rejected: int) -> None:
+        """Async scheduling with a drafter: the ``rejected`` drafts roll back the
+        frontier (``update_from_output``; the placeholders, ``1 + d`` for the step, go
+        with its output), and the request's chunk in flight, scheduled as if they were
+        accepted, executes ``rejected`` positions earlier (the model runner's correction
+        of its optimistic start)."""
+        if not rejected:
+            return
+        state.num_computed_tokens -= rejected
+        if self._in_flight is not None:
+            for entry in self._in_flight.scheduled:
+                if entry.state is state and not entry.stale:
+                    entry.num_computed_tokens -= rejected
+
+    def _drafts_after(self, state: _Request, outputs: int) -> int:
+        """How many drafts follow the request's ``outputs``-th output: up to ``k``, and
+        only drafts of outputs it can still generate, so that its drafts and look-ahead
+        slots stay within the KV positions admission counted (``P + max_new_tokens −
+        1 + k``). With async scheduling ``outputs`` assumes the step in flight accepts
+        all its drafts (fewer accepted leaves the worker more proposals than needed)."""
+        return max(0, min(self._lookahead, state.request.max_new_tokens - outputs - 1))
+
     def _propose_drafts(self, state: _Request) -> None:
-        """The drafter's proposals after a sample (``update_draft_token_ids``): up to
-        ``k``, and only drafts of outputs the request can still generate, so that its
-        drafts and look-ahead slots stay within the KV positions admission counted
-        (``P + max_new_tokens − 1 + k``)."""
-        left = state.request.max_new_tokens - len(state.output_token_ids) - 1
-        state.spec_token_ids = [
-            draft_token_id(state.num_prompt_tokens, len(state.output_token_ids) + index)
-            for index in range(min(self._lookahead, left))
+        """The drafter's proposals after a sample: the scheduler's next drafts
+        (``update_draft_token_ids``), or with async scheduling the worker's, which the
+        placeholders the scheduler already scheduled stand for."""
+        outputs = len(state.output_token_ids)
+        proposals = [
+            draft_token_id(state.num_prompt_tokens, outputs + index)
+            for index in range(self._drafts_after(state, outputs))
         ]
+        if self._async:
+            state.drafted = proposals
+        else:
+            state.spec_token_ids = proposals
 
     def _cache_full_blocks(self, state: _Request) -> None:
         """Register the newly full, computed blocks under their hashes (prompt and

@@ -9,10 +9,19 @@ import pytest
 from hypothesis import settings
 
 from adapters.zoo.ecm_newest_first_eviction import NewestFirstEviction
-from harness.machines import encoder_cache, engine, engine_async, engine_drafter, engine_resets
+from harness.machines import (
+    encoder_cache,
+    engine,
+    engine_async,
+    engine_async_drafter,
+    engine_drafter,
+    engine_resets,
+)
 from properties.framework import ClauseViolation
 from reference.encoder_cache import EncoderCacheManager
 from reference.engine import EngineLoop
+from spec.adapter import EngineParts
+from spec.types import EngineConfig
 
 FAST = settings(max_examples=30, stateful_step_count=20, deadline=None, database=None,
                 derandomize=True)
@@ -121,6 +130,32 @@ def test_the_async_machine_takes_an_engine_that_schedules_ahead() -> None:
 
     with pytest.raises(TypeError, match="needs async scheduling"):
         engine_async(Synchronous)
+
+
+def test_the_async_drafter_machine_takes_an_engine_with_both_modes() -> None:
+    """SYS-13..15 together as a library: the reference passes; a runner that keeps the
+    optimistic start after rejected drafts raises SYS-10's violation; an engine that
+    refuses the pair is refused."""
+    from adapters.zoo.sys_async_draft_start_uncorrected import DraftStartUncorrected
+    from spec.errors import InvalidInputError
+
+    result = _run(engine_async_drafter(EngineLoop))
+    assert result.wasSuccessful(), result.failures + result.errors
+    machine = engine_async_drafter(DraftStartUncorrected)
+    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "SYS-10"
+
+    class RefusesThePair(EngineLoop):
+        def __init__(self, config: EngineConfig, parts: EngineParts) -> None:
+            if config.async_scheduling and config.num_speculative_tokens:
+                raise InvalidInputError("async scheduling with a drafter: not supported")
+            super().__init__(config, parts)
+
+    with pytest.raises(TypeError, match="refuses async scheduling with a drafter"):
+        engine_async_drafter(RefusesThePair)
 
 
 def test_the_item_cache_machine_takes_a_pair_factory() -> None:

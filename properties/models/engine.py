@@ -249,7 +249,15 @@ class EngineModel:
         # async scheduling: the step in flight, and per item one step more (its
         # predecessor's reference is released by the update after the next schedule)
         pipeline = 1 + items if self.config.async_scheduling else 0
-        return catch_up + items + facts.request.max_new_tokens - g - 1 + pipeline
+        decodes = facts.request.max_new_tokens - g - 1
+        return catch_up + items + decodes * self.steps_per_decode() + pipeline
+
+    def steps_per_decode(self) -> int:
+        """Steps a decode may take: one; with async scheduling and a drafter two (a
+        request whose step in flight finishes it if its drafts are accepted may wait for
+        that step's output before it is scheduled again)."""
+        both = self.config.async_scheduling and self.config.num_speculative_tokens
+        return 2 if both else 1
 
     def drain_bound(self) -> int:
         """Steps within which every unfinished request finishes when none arrives: the
@@ -266,7 +274,7 @@ class EngineModel:
             solo_from_scratch += (
                 ceil_div(facts.num_prompt_tokens, self.config.token_budget)
                 + items
-                + facts.request.max_new_tokens
+                + facts.request.max_new_tokens * self.steps_per_decode()
             )
         pipeline = 1 if self.config.async_scheduling else 0  # the step in flight
         return solo_from_scratch * (len(live) + 1) + pipeline
