@@ -252,3 +252,57 @@ def test_async_scheduling_is_vllms_async_scheduler(version: str) -> None:
         assert after[0] == before[1], steps
     assert "r2" in result["preempted_in_flight"], steps
     assert result["left"] == []
+
+
+_ASYNC_DRAFTER_RUN = _RUN.split("sys.setprofile(constructing)")[0] + r"""
+engine = a.ADAPTER.engine_loop(
+    EngineConfig(token_budget=8, num_kv_blocks=16, num_speculative_tokens=2,
+                 async_scheduling=True), parts
+)
+scheduler = engine.scheduler
+for name in ("schedule", "update_from_output"):
+    setattr(scheduler, name, watched(getattr(scheduler, name)))
+hasher = a.ADAPTER.hasher()
+A = b"A" * 16
+item = MultiModalItem(hasher.hash_item(A), PlaceholderRange(2, 3))
+engine.add_request(EngineRequest("r1", (1, 2, 9, 9, 9, 3, 4), (item,), (A,), 6))
+steps = []
+for _ in range(10):
+    if not engine.snapshot().requests:
+        break
+    out = engine.step()
+    steps.append([
+        [(c.num_computed_tokens, c.num_new_tokens, c.num_draft_tokens, c.num_accepted_drafts)
+         for c in out.chunks],
+        [(c.num_computed_tokens, c.num_new_tokens, c.num_draft_tokens) for c in out.in_flight],
+    ])
+print(json.dumps({"called": sorted(called), "vllm_functions": sorted(vllm_functions),
+                  "scheduler": type(scheduler).__name__, "steps": steps,
+                  "left": sorted(engine.snapshot().requests)}))
+"""
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_async_drafts_go_through_vllms_async_scheduler(version: str) -> None:
+    """SYS-15 with a drafter through vLLM's code: the ``AsyncScheduler`` schedules
+    placeholder drafts one step ahead; the runner stand-in fills them and executes each
+    chunk where the previous step's rejections put it, which is where ``in_flight``
+    said it would; none of it calls the project's code."""
+    result = run_child(_ASYNC_DRAFTER_RUN, version)
+    assert result["called"] == [], "vLLM's scheduler called the project's code"
+    assert result["scheduler"] == "AsyncScheduler"
+    assert "_update_after_schedule" in result["vllm_functions"]
+    steps = [[[tuple(c) for c in executed], [tuple(c) for c in in_flight]]
+             for executed, in_flight in result["steps"]]
+    for before, after in zip(steps, steps[1:], strict=False):
+        assert [c[:3] for c in after[0]] == before[1], steps
+    executed = [c for s in steps for c in s[0]]
+    # P = 7, k = 2; draft_token_id is wrong where 7 + output index is a multiple of 3:
+    # the first decode verifies drafts for outputs 1 (right) and 2 (wrong), scheduled
+    # at 7 while the prefill was in flight; one is rejected, so the next chunk,
+    # scheduled at 10 as if both were accepted, executes at 9
+    assert executed[0] == (0, 7, 0, 0), executed
+    assert executed[1] == (7, 3, 2, 1), executed
+    assert executed[2][0] == 9, executed
+    assert result["left"] == []
+

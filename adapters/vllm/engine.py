@@ -42,7 +42,7 @@ from spec.types import EngineConfig, EngineRequest
 from .engine_admission import admission_problem, check_config, validate_request
 from .engine_build import build_scheduler, machine_block_id
 from .engine_core import ExecutorStandIn, core_shim
-from .engine_worker import EngineWorker, chunk_starts
+from .engine_worker import EngineWorker
 from .requests_bridge import vllm_feature
 from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmCode
 
@@ -67,6 +67,7 @@ class VllmEngineLoop:
             config.num_kv_blocks + 1,
             config.block_size,
             drafter=bool(config.num_speculative_tokens),
+            async_drafts=config.num_speculative_tokens if config.async_scheduling else 0,
         )
         self._block_hasher = (
             self._request_block_hasher(api) if config.enable_prefix_caching else None
@@ -75,7 +76,8 @@ class VllmEngineLoop:
         self._requests: dict[str, tuple[EngineRequest, Any]] = {}
         self._core: Any = None
         #: async scheduling (SYS-15): the SchedulerOutput scheduled and not yet executed,
-        #: and the requests aborted since, whose chunks in it the worker still runs
+        #: and the requests aborted (or, with a drafter, finished) since, whose chunks in
+        #: it the worker still runs
         self._in_flight: Any = None
         self._aborted: dict[str, tuple[EngineRequest, Any]] = {}
         #: the KV slots (vLLM block id, slot) the step in flight will write
@@ -228,7 +230,7 @@ class VllmEngineLoop:
             rid for rid, (_, r) in self._requests.items() if r.num_preemptions > preemptions[rid]
         )
         previous, self._in_flight = self._in_flight, scheduled
-        pending = self._slots_written(scheduled)
+        tables = self._block_tables(scheduled)  # before the update frees any
         chunks: tuple[ScheduledChunk, ...] = ()
         encoded: tuple[str, ...] = ()
         freed: tuple[str, ...] = ()
@@ -246,43 +248,58 @@ class VllmEngineLoop:
                 and self._requests[c.request_id][1].is_finished()
             )
             for request_id in finished:
+                if scheduled is not None and request_id in scheduled.num_scheduled_tokens:
+                    # scheduled before its drafts were accepted: its chunk still runs
+                    self._aborted[request_id] = self._requests[request_id]
                 del self._requests[request_id]
-        self._pending_slots = pending
+        # where the worker will execute the step in flight: its starts corrected by the
+        # drafts the step just executed rejected (async scheduling with a drafter)
+        starts = {} if scheduled is None else self._worker.start_of(scheduled)
+        self._pending_slots = self._slots_written(scheduled, starts, tables)
         return StepOutput(
-            chunks, encoded, freed, preempted, finished, *self._describe(scheduled)
+            chunks, encoded, freed, preempted, finished, *self._describe(scheduled, starts)
         )
 
-    def _slots_written(self, scheduled: Any) -> set[tuple[int, int]]:
+    def _block_tables(self, scheduled: Any) -> dict[str, list[int]]:
+        """The block tables of the requests ``scheduled`` has chunks for."""
+        if scheduled is None:
+            return {}
+        return {rid: self._block_ids(rid) for rid in scheduled.num_scheduled_tokens}
+
+    def _slots_written(
+        self, scheduled: Any, starts: dict[str, int], tables: dict[str, list[int]]
+    ) -> set[tuple[int, int]]:
         """The KV slots the chunks of ``scheduled`` compute, through the block tables the
-        scheduler just gave them (a prefix hit of another request may share them)."""
+        scheduler gave them (a prefix hit of another request may share them)."""
         if scheduled is None:
             return set()
         size = self._config.block_size
-        starts = chunk_starts(scheduled)
         slots: set[tuple[int, int]] = set()
         for request_id, new in scheduled.num_scheduled_tokens.items():
-            blocks = self._block_ids(request_id)
+            blocks = tables[request_id]
             for position in range(starts[request_id], starts[request_id] + int(new)):
                 slots.add((blocks[position // size], position % size))
         return slots
 
     def _describe(
-        self, scheduled: Any
+        self, scheduled: Any, starts: dict[str, int]
     ) -> tuple[tuple[ScheduledChunk, ...], tuple[str, ...], tuple[str, ...]]:
-        """The step left in flight: its chunks, the hashes it encodes and frees."""
+        """The step left in flight: its chunks (where they will execute, with the drafts
+        they verify), the hashes it encodes and frees."""
         if scheduled is None:
             return (), (), ()
-        starts = chunk_starts(scheduled)
         inputs = scheduled.scheduled_encoder_inputs
+        spec = scheduled.scheduled_spec_decode_tokens
         chunks = tuple(
             ScheduledChunk(
-                rid, starts[rid], int(new), tuple(int(i) for i in inputs.get(rid, ())), ()
+                rid, starts[rid], int(new), tuple(int(i) for i in inputs.get(rid, ())), (),
+                num_draft_tokens=len(spec.get(rid, ())),
             )
             for rid, new in scheduled.num_scheduled_tokens.items()
         )
+        known = {**self._aborted, **self._requests}
         encoded = tuple(
-            self._requests[rid][0].items[int(i)].mm_hash
-            for rid, ids in inputs.items() for i in ids
+            known[rid][0].items[int(i)].mm_hash for rid, ids in inputs.items() for i in ids
         )
         return chunks, encoded, tuple(str(h) for h in scheduled.free_encoder_mm_hashes)
 

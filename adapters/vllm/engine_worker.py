@@ -23,6 +23,14 @@ returns ``1 + a`` sampled tokens, from which vLLM's ``update_from_output`` compu
 rejections; a draft of ``-1`` (0.33.0's padding of a new decode) is never accepted.
 After the update the drafter proposes the next drafts (:meth:`EngineWorker.propose`,
 the engine core's ``post_step`` hands them to ``Scheduler.update_draft_token_ids``).
+
+With async scheduling too (SYS-15), the scheduler schedules ``-1`` placeholder drafts
+and a start that assumes the step before accepted all of its drafts; as vLLM's runner
+does (``prev_num_draft_len``, ``deferred_spec_decode_corrections`` in
+``GPUModelRunner._update_states``), the stand-in keeps its drafter's proposals after
+each sample and the rejections of the step it executed last: it fills the placeholders
+with the proposals (``-1`` past them, never accepted) and executes a request that was
+in that step, not resumed, that many positions earlier (:meth:`EngineWorker.start_of`).
 """
 
 from __future__ import annotations
@@ -74,12 +82,19 @@ class EngineWorker:
         num_blocks: int,
         block_size: int,
         drafter: bool = False,
+        async_drafts: int = 0,
     ):
         self.encoder = encoder
         self.store = store
         self.block_size = block_size
         #: an EAGLE drafter: after the target, every chunk's window shifted by one
         self.drafter = drafter
+        #: with async scheduling, the drafter's k (0: the scheduler knows the drafts)
+        self.async_drafts = async_drafts
+        #: async drafts: the proposals after each request's last sample, and the
+        #: drafts each request of the step executed last rejected
+        self.drafted: dict[str, list[int]] = {}
+        self.rejected: dict[str, int] = {}
         #: per vLLM block id, per slot: what the position's KV was computed from
         self.kv_sources: list[list[KVSource | None]] = [
             [None] * block_size for _ in range(num_blocks)
@@ -107,6 +122,19 @@ class EngineWorker:
             else:
                 self.block_tables[req_id].extend(added)
 
+    def start_of(self, scheduler_output: Any) -> dict[str, int]:
+        """Where each chunk of ``scheduler_output`` executes: where the scheduler put it,
+        less, with async drafts, the drafts its request rejected in the step executed
+        last (not for a request new or resumed in this one: it starts over)."""
+        starts = chunk_starts(scheduler_output)
+        if self.async_drafts:
+            cached = scheduler_output.scheduled_cached_reqs
+            resumed = set(cached.resumed_req_ids)
+            for req_id in cached.req_ids:
+                if req_id not in resumed:
+                    starts[req_id] -= self.rejected.get(req_id, 0)
+        return starts
+
     def execute(
         self,
         scheduler_output: Any,
@@ -114,7 +142,8 @@ class EngineWorker:
         model_runner_output_cls: Any,
     ) -> WorkerAnswer:
         self._update_block_tables(scheduler_output)
-        starts = chunk_starts(scheduler_output)
+        starts = self.start_of(scheduler_output)
+        rejected: dict[str, int] = {}
         order = list(scheduler_output.num_scheduled_tokens)
         encoded, outputs = self._encode(scheduler_output, requests)
         gathers: list[GatherSpec] = []
@@ -141,10 +170,14 @@ class EngineWorker:
             start = starts[req_id]
             new = int(scheduler_output.num_scheduled_tokens[req_id])
             drafts = [int(t) for t in spec_tokens.get(req_id, ())]
+            if self.async_drafts:  # the placeholders, filled with the drafter's proposals
+                proposed = self.drafted.get(req_id, [])
+                drafts = [proposed[i] if i < len(proposed) else -1 for i in range(len(drafts))]
             outputs_so_far = len(vllm_request.output_token_ids)
             own_end = start + new - len(drafts)
             done = own_end >= len(request.token_ids) + outputs_so_far
             accepted = accepted_drafts(outputs_so_far, drafts) if done else 0
+            rejected[req_id] = len(drafts) - accepted
             self._write_kv(
                 request,
                 [*vllm_request.output_token_ids, *drafts],
@@ -170,6 +203,11 @@ class EngineWorker:
             sampled.append(
                 [sampled_token(outputs_so_far + j) for j in range(1 + accepted)] if done else []
             )
+            if self.async_drafts and done:  # the drafter runs after the sample
+                self.drafted[req_id] = proposals(
+                    request, outputs_so_far + 1 + accepted, self.async_drafts
+                )
+        self.rejected = rejected
         runner_output = model_runner_output_cls(
             req_ids=order,
             req_id_to_index={req_id: index for index, req_id in enumerate(order)},
@@ -248,13 +286,10 @@ class EngineWorker:
             if entry is None:
                 continue  # finished: vLLM skips it too
             request, vllm_request = entry
-            generated = len(vllm_request.output_token_ids)
-            left = request.max_new_tokens - generated - 1
             req_ids.append(req_id)
-            drafts.append([
-                draft_token_id(len(request.token_ids), generated + index)
-                for index in range(max(0, min(num_speculative_tokens, left)))
-            ])
+            drafts.append(
+                proposals(request, len(vllm_request.output_token_ids), num_speculative_tokens)
+            )
         return req_ids, drafts
 
     def _write_kv(
@@ -275,6 +310,16 @@ class EngineWorker:
             self.kv_versions[block][position % self.block_size] = self.weights_version
 
 
+def proposals(request: EngineRequest, generated: int, k: int) -> list[int]:
+    """The stand-in drafter's guesses after ``generated`` outputs: up to ``k``
+    (:func:`reference.engine.draft_token_id`), none the request can no longer generate."""
+    left = request.max_new_tokens - generated - 1
+    return [
+        draft_token_id(len(request.token_ids), generated + index)
+        for index in range(max(0, min(k, left)))
+    ]
+
+
 def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> KVSource:
     """The token or embedding row the model reads at ``position`` (the splice)."""
     for item in request.items:
@@ -286,7 +331,12 @@ def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> 
                 return ("embed", item.mm_hash, row)
             break
     prompt = len(request.token_ids)
-    token = request.token_ids[position] if position < prompt else outputs[position - prompt]
-    return ("token", int(token))
+    if position < prompt:
+        return ("token", int(request.token_ids[position]))
+    if position - prompt < len(outputs):
+        return ("token", int(outputs[position - prompt]))
+    # past every token the request has (a scheduler that dropped one of its samples):
+    # the runner reads whatever its input buffer holds there; SYS-6 reports the -1
+    return ("token", -1)
 
 
