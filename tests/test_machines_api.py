@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import unittest
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -27,6 +28,15 @@ FAST = settings(max_examples=30, stateful_step_count=20, deadline=None, database
                 derandomize=True)
 
 
+def _violated(machine: Any) -> ClauseViolation:
+    """The clause violation the machine raises (it must raise one)."""
+    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    return raised.value
+
+
 def _run(machine: type) -> unittest.TestResult:
     case = machine.TestCase
     case.settings = FAST
@@ -42,13 +52,9 @@ def test_the_reference_cache_passes_its_machine() -> None:
 
 
 def test_a_violation_raises_an_error_naming_its_clause() -> None:
-    machine = encoder_cache(NewestFirstEviction)
-    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
-                                         derandomize=True)
-    with pytest.raises(ClauseViolation) as raised:
-        machine.TestCase("runTest").runTest()
-    assert raised.value.clause == "ECM-5"
-    assert type(raised.value).__name__ == "ClauseViolation[ECM-5]"
+    error = _violated(encoder_cache(NewestFirstEviction))
+    assert error.clause == "ECM-5"
+    assert type(error).__name__ == "ClauseViolation[ECM-5]"
 
 
 def test_capabilities_are_explicit_flags() -> None:
@@ -75,12 +81,7 @@ def test_the_reset_machine_takes_an_engine_with_resets_or_updates() -> None:
 
     result = _run(engine_resets(EngineLoop))
     assert result.wasSuccessful(), result.failures + result.errors
-    machine = engine_resets(UpdateKeepsRunning)
-    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
-                                         derandomize=True)
-    with pytest.raises(ClauseViolation) as raised:
-        machine.TestCase("runTest").runTest()
-    assert raised.value.clause == "SYS-12"
+    assert _violated(engine_resets(UpdateKeepsRunning)).clause == "SYS-12"
 
     class Plain(EngineLoop):
         reset_encoder_cache = None  # type: ignore[assignment]
@@ -97,12 +98,7 @@ def test_the_drafter_machine_takes_an_engine_with_a_drafter() -> None:
 
     result = _run(engine_drafter(EngineLoop))
     assert result.wasSuccessful(), result.failures + result.errors
-    machine = engine_drafter(DrafterReadsTargetWindow)
-    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
-                                         derandomize=True)
-    with pytest.raises(ClauseViolation) as raised:
-        machine.TestCase("runTest").runTest()
-    assert raised.value.clause == "SYS-13"
+    assert _violated(engine_drafter(DrafterReadsTargetWindow)).clause == "SYS-13"
 
     class NoDrafter(EngineLoop):
         num_speculative_tokens = None  # type: ignore[assignment]
@@ -118,12 +114,7 @@ def test_the_async_machine_takes_an_engine_that_schedules_ahead() -> None:
 
     result = _run(engine_async(EngineLoop))
     assert result.wasSuccessful(), result.failures + result.errors
-    machine = engine_async(NewestBatchFirst)
-    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
-                                         derandomize=True)
-    with pytest.raises(ClauseViolation) as raised:
-        machine.TestCase("runTest").runTest()
-    assert raised.value.clause == "SYS-15"
+    assert _violated(engine_async(NewestBatchFirst)).clause == "SYS-15"
 
     class Synchronous(EngineLoop):
         async_scheduling = None  # type: ignore[assignment]
@@ -141,12 +132,7 @@ def test_the_async_drafter_machine_takes_an_engine_with_both_modes() -> None:
 
     result = _run(engine_async_drafter(EngineLoop))
     assert result.wasSuccessful(), result.failures + result.errors
-    machine = engine_async_drafter(DraftStartUncorrected)
-    machine.TestCase.settings = settings(max_examples=200, deadline=None, database=None,
-                                         derandomize=True)
-    with pytest.raises(ClauseViolation) as raised:
-        machine.TestCase("runTest").runTest()
-    assert raised.value.clause == "SYS-10"
+    assert _violated(engine_async_drafter(DraftStartUncorrected)).clause == "SYS-10"
 
     class RefusesThePair(EngineLoop):
         def __init__(self, config: EngineConfig, parts: EngineParts) -> None:
