@@ -1,8 +1,7 @@
 """Finding V24 through vLLM's own ``AsyncScheduler`` (docs/findings.md): with async
 scheduling and an EAGLE drafter, a request preempted from outside while a decode frame
-with drafts is in flight (``reset_prefix_cache(reset_running_requests=True)``, which
-``pause_generation(mode="keep", clear_cache=True)`` and weight syncs call) and resumed
-in the next schedule. 0.22.1 sets ``async_tokens_to_discard = num_output_placeholders``
+with drafts is in flight (a client's ``reset_prefix_cache(reset_running_requests=True)``,
+which the engine core runs between two steps) and resumed in the next schedule. 0.22.1 sets ``async_tokens_to_discard = num_output_placeholders``
 — ``1 + k`` for one frame with ``k`` drafts — but discards one frame per update: after
 the stale frame it discards the resumed request's first sample too, so the scheduler
 lost a token the runner computed from, and the next chunk computes a position past the
