@@ -1,14 +1,15 @@
 """Finding V24 through vLLM's own ``AsyncScheduler`` (docs/findings.md): with async
-scheduling and an EAGLE drafter, a request preempted from outside while a decode frame
-with drafts is in flight (a client's ``reset_prefix_cache(reset_running_requests=True)``,
-which the engine core runs between two steps) and resumed in the next schedule. 0.22.1 sets ``async_tokens_to_discard = num_output_placeholders``
-— ``1 + k`` for one frame with ``k`` drafts — but discards one frame per update: after
-the stale frame it discards the resumed request's first sample too, so the scheduler
-lost a token the runner computed from, and the next chunk computes a position past the
-request's tokens (the runner reads whatever its input buffer holds there); the stale
-frame's rejected drafts also roll back the resumed request's ``num_computed_tokens``
-(the machine's counterexample). 0.33.0 drains the stale frame by its scheduled tokens
-and discards it whole (``drop_stale_output``): nothing is lost.
+scheduling and an EAGLE drafter, a request is preempted from outside while a decode
+frame with drafts is in flight (a client's
+``reset_prefix_cache(reset_running_requests=True)``, which the engine core runs between
+two steps) and resumes in the next schedule. 0.22.1 sets ``async_tokens_to_discard =
+num_output_placeholders`` — ``1 + k`` for one frame with ``k`` drafts — but discards one
+frame per update: after the stale frame it discards the resumed request's first sample
+too, which the runner keeps and computes from, so the scheduler goes on scheduling
+positions past the tokens it knows; the stale frame's rejected drafts also roll back the
+resumed request's ``num_computed_tokens`` (the machine's counterexample). 0.33.0 drains
+the stale frame by its scheduled tokens and discards it whole (``drop_stale_output``):
+nothing is lost.
 
     MMSPEC_VLLM_SRC=.vllm-cache/vllm-0.22.1 PYTHONPATH=. .venv-vllm/bin/python \\
         adapters/vllm/repro_stale_spec_frame.py
