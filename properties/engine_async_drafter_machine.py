@@ -106,13 +106,14 @@ def engine_async_drafter_machine_class(parts: Parts) -> type[Any]:
             out: StepOutput,
             after: EngineSnapshot,
         ) -> None:
-            stale = self.pipeline.stale | set(out.preempted)
-            in_flight = {c.request_id for c in out.in_flight}
+            executed_stale = self.pipeline.stale | set(out.preempted)
             super().check_step(live_before, before, out, after)
+            # the chunks now left in flight that will move their requests
+            moving = {c.request_id for c in out.in_flight} - self.pipeline.stale
             for chunk in out.chunks:
+                rejected = chunk.num_accepted_drafts < chunk.num_draft_tokens
                 rid = chunk.request_id
-                if chunk.num_accepted_drafts < chunk.num_draft_tokens and rid in in_flight:
-                    if rid not in stale and rid not in self.pipeline.stale:
-                        self.reached("rejected_with_chunk_in_flight")
+                if rejected and rid in moving and rid not in executed_stale:
+                    self.reached("rejected_with_chunk_in_flight")
 
     return EngineAsyncDrafterMachine

@@ -210,6 +210,23 @@ def draft_token_id(num_prompt_tokens: int, output_index: int) -> int:
     return right + 1 if (num_prompt_tokens + output_index) % 3 == 0 else right
 
 
+def num_drafts_after(request: EngineRequest, num_outputs: int, k: int) -> int:
+    """How many drafts a drafter of ``k`` proposes after the request's
+    ``num_outputs``-th output: up to ``k``, and only drafts of outputs the request can
+    still generate, so that its drafts and look-ahead slots stay within the KV positions
+    admission counted (``P + max_new_tokens − 1 + k``)."""
+    return max(0, min(k, request.max_new_tokens - num_outputs - 1))
+
+
+def proposed_drafts(request: EngineRequest, num_outputs: int, k: int) -> list[int]:
+    """The simulated drafter's proposals after ``num_outputs`` outputs
+    (:func:`draft_token_id` for each of :func:`num_drafts_after`'s)."""
+    return [
+        draft_token_id(len(request.token_ids), num_outputs + index)
+        for index in range(num_drafts_after(request, num_outputs, k))
+    ]
+
+
 def accepted_drafts(num_outputs: int, drafts: Sequence[int]) -> int:
     """How many of ``drafts`` the target accepts after ``num_outputs`` outputs: the
     longest prefix equal to what it samples at those positions (the rejection sampler
@@ -538,8 +555,11 @@ class EngineLoop:
                 state.num_in_flight_tokens += entry.num_new_tokens
                 if entry.samples:  # it samples 1 + a, a of its drafts accepted
                     state.num_output_placeholders += 1 + len(entry.drafts)
-                    state.spec_token_ids = [-1] * self._drafts_after(
-                        state, len(state.output_token_ids) + state.num_output_placeholders
+                    # the step in flight counted as accepting all its drafts (fewer
+                    # accepted leave the worker more proposals than these placeholders)
+                    outputs = len(state.output_token_ids) + state.num_output_placeholders
+                    state.spec_token_ids = [-1] * num_drafts_after(
+                        state.request, outputs, self._lookahead
                     )
         return _Batch(scheduled, freed, tuple(preempted))
 
@@ -842,23 +862,13 @@ class EngineLoop:
                 if entry.state is state and not entry.stale:
                     entry.num_computed_tokens -= rejected
 
-    def _drafts_after(self, state: _Request, outputs: int) -> int:
-        """How many drafts follow the request's ``outputs``-th output: up to ``k``, and
-        only drafts of outputs it can still generate, so that its drafts and look-ahead
-        slots stay within the KV positions admission counted (``P + max_new_tokens −
-        1 + k``). With async scheduling ``outputs`` assumes the step in flight accepts
-        all its drafts (fewer accepted leaves the worker more proposals than needed)."""
-        return max(0, min(self._lookahead, state.request.max_new_tokens - outputs - 1))
-
     def _propose_drafts(self, state: _Request) -> None:
         """The drafter's proposals after a sample: the scheduler's next drafts
         (``update_draft_token_ids``), or with async scheduling the worker's, which the
         placeholders the scheduler already scheduled stand for."""
-        outputs = len(state.output_token_ids)
-        proposals = [
-            draft_token_id(state.num_prompt_tokens, outputs + index)
-            for index in range(self._drafts_after(state, outputs))
-        ]
+        proposals = proposed_drafts(
+            state.request, len(state.output_token_ids), self._lookahead
+        )
         if self._async:
             state.drafted = proposals
         else:

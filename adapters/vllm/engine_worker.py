@@ -41,7 +41,7 @@ from typing import Any
 
 from numpy.typing import NDArray
 
-from reference.engine import accepted_drafts, chunk_gathers, draft_token_id
+from reference.engine import accepted_drafts, chunk_gathers, proposed_drafts
 from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
 from spec.types import EngineRequest, GatherSpec, WorkerStep
 from spec.weights import rows_at_weights_version
@@ -204,7 +204,7 @@ class EngineWorker:
                 [sampled_token(outputs_so_far + j) for j in range(1 + accepted)] if done else []
             )
             if self.async_drafts and done:  # the drafter runs after the sample
-                self.drafted[req_id] = proposals(
+                self.drafted[req_id] = proposed_drafts(
                     request, outputs_so_far + 1 + accepted, self.async_drafts
                 )
         self.rejected = rejected
@@ -276,7 +276,7 @@ class EngineWorker:
         """The drafter's proposals after a step, for every request the step ran (vLLM's
         drafter runs on the whole batch; ``update_draft_token_ids`` drops those of a
         partial prefill): up to ``k`` guesses at the next outputs
-        (:func:`reference.engine.draft_token_id`), and none the request can no longer
+        (:func:`reference.engine.proposed_drafts`), and none the request can no longer
         generate — the stand-in's choice, as the reference's, so that drafts and
         look-ahead slots stay within the positions admission counts."""
         req_ids: list[str] = []
@@ -288,7 +288,9 @@ class EngineWorker:
             request, vllm_request = entry
             req_ids.append(req_id)
             drafts.append(
-                proposals(request, len(vllm_request.output_token_ids), num_speculative_tokens)
+                proposed_drafts(
+                    request, len(vllm_request.output_token_ids), num_speculative_tokens
+                )
             )
         return req_ids, drafts
 
@@ -308,16 +310,6 @@ class EngineWorker:
                 request, tokens_after_prompt, position
             )
             self.kv_versions[block][position % self.block_size] = self.weights_version
-
-
-def proposals(request: EngineRequest, generated: int, k: int) -> list[int]:
-    """The stand-in drafter's guesses after ``generated`` outputs: up to ``k``
-    (:func:`reference.engine.draft_token_id`), none the request can no longer generate."""
-    left = request.max_new_tokens - generated - 1
-    return [
-        draft_token_id(len(request.token_ids), generated + index)
-        for index in range(max(0, min(k, left)))
-    ]
 
 
 def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> KVSource:
