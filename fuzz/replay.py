@@ -36,6 +36,7 @@ from harness.profiles import (
     REDIS_URL_ENV,
     SharedDatabaseError,
     example_database,
+    profile_settings,
     redis_url,
 )
 from properties.framework import ClauseViolation
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"replaying the stored test cases of {loaded.name} ({loaded.identity})"
           + (f", with the shared database {where}" if where else ""))
     replay_only = settings(
-        settings.get_profile(FUZZ_PROFILE), database=database, phases=(Phase.reuse,)
+        profile_settings(FUZZ_PROFILE), database=database, phases=(Phase.reuse,)
     )
     failed = False
     for name in names:

@@ -25,7 +25,7 @@ from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from harness.loader import LoadedAdapter
-from harness.profiles import EXAMPLES_ROOT, shared_database
+from harness.profiles import EXAMPLES_ROOT, profile_settings, shared_database
 from properties.framework import ClauseViolation, Parts, PropertySpec
 
 #: The profile fuzz targets take their settings from (the database is replaced).
@@ -71,7 +71,7 @@ def build_targets(
     """The fuzz targets for ``only`` (property names or clause ids; default: every
     property), and one line per selected property left out, saying why."""
     names = select_properties(registry, only)
-    profile = settings(settings.get_profile(FUZZ_PROFILE), database=database)
+    profile = settings(profile_settings(FUZZ_PROFILE), database=database)
     targets: list[FuzzTarget] = []
     left_out: list[str] = []
     for name in names:

@@ -1,4 +1,10 @@
-"""Hypothesis settings profiles (README.md, docs/grading.md).
+"""mmspec's Hypothesis settings profiles (README.md, docs/grading.md).
+
+They are mmspec's own: plain ``hypothesis.settings`` objects by name
+(:func:`settings_for`), never registered or loaded as global Hypothesis profiles, so
+importing mmspec (its pytest plugin loads with every pytest run of an environment that
+has it) changes no profile of the caller's, and no profile the caller registers or loads
+changes mmspec's runs.
 
 - ``ci``: derandomized, no example database, fast — the whole suite well within a
   minute on two cores. Same adapter, same verdicts, every time.
@@ -33,7 +39,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 from hypothesis.database import (
     DirectoryBasedExampleDatabase,
     ExampleDatabase,
@@ -66,97 +72,82 @@ DEFAULT_PROFILE = "ci"
 #: Profiles whose database is the adapter's own directory (see :func:`settings_for`).
 _WITH_DATABASE = frozenset({"dev", "thorough"})
 
-# Implementations under test may be slow (a real engine, torch on CPU): wall-clock
-# limits would turn slowness into flaky verdicts, so there is no deadline anywhere.
-_COMMON: dict[str, Any] = {
+# Every field of ``hypothesis.settings``, set: a field left unset is filled from whatever
+# profile is loaded when the object is built (``settings(parent=None)``), and that is the
+# caller's — an engine team's ``ci``, a ``--hypothesis-profile`` — never ours to inherit.
+# Hypothesis' built-in defaults, except where a comment says why.
+_BASE: dict[str, Any] = {
+    "max_examples": 100,
+    "derandomize": False,
+    "database": None,  # the adapter's own database, where a profile has one (settings_for)
+    "verbosity": Verbosity.normal,
+    "phases": tuple(Phase),
+    "stateful_step_count": 50,
+    "report_multiple_bugs": True,
+    # Implementations under test may be slow (a real engine, torch on CPU): wall-clock
+    # limits would turn slowness into flaky verdicts, so there is no deadline anywhere.
     "deadline": None,
     "print_blob": True,
     # Machines over cache states legitimately generate long programs; the verdict must
     # not depend on how fast the machine running them is.
     "suppress_health_check": (HealthCheck.too_slow,),
+    "backend": "hypothesis",
 }
 
 # The explain phase traces coverage (slow) and, since every violation is raised from
 # ``properties.framework.check``, mostly points there; deterministic profiles skip it.
 _NO_EXPLAIN = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 
-settings.register_profile(
-    "ci",
-    phases=_NO_EXPLAIN,
-    derandomize=True,
-    database=None,
-    max_examples=100,
-    stateful_step_count=30,
-    **_COMMON,
-)
-settings.register_profile(
-    "dev",
-    max_examples=100,
-    stateful_step_count=30,
-    database=None,  # replaced by the adapter's own database in settings_for
-    **_COMMON,
-)
-settings.register_profile(
-    "thorough",
-    max_examples=2000,
-    stateful_step_count=100,
-    database=None,  # replaced by the adapter's own database in settings_for
-    **_COMMON,
-)
-settings.register_profile(
-    "mutation",
-    derandomize=True,
-    database=None,
-    max_examples=100,
-    stateful_step_count=30,
-    phases=(Phase.explicit, Phase.generate, Phase.target),
-    **_COMMON,
-)
-settings.register_profile(
-    "grading",
-    phases=_NO_EXPLAIN,
-    derandomize=True,
-    database=None,
-    max_examples=200,
-    stateful_step_count=40,
-    **_COMMON,
-)
+#: Each profile's departures from :data:`_BASE`.
+_PROFILE_FIELDS: dict[str, dict[str, Any]] = {
+    "ci": {
+        "phases": _NO_EXPLAIN, "derandomize": True, "max_examples": 100,
+        "stateful_step_count": 30,
+    },
+    "dev": {"max_examples": 100, "stateful_step_count": 30},
+    "thorough": {"max_examples": 2000, "stateful_step_count": 100},
+    "mutation": {
+        "derandomize": True, "max_examples": 100, "stateful_step_count": 30,
+        "phases": (Phase.explicit, Phase.generate, Phase.target),
+    },
+    "grading": {
+        "phases": _NO_EXPLAIN, "derandomize": True, "max_examples": 200,
+        "stateful_step_count": 40,
+    },
+    # CrossHair's symbolic search in place of random generation. No shrinking or
+    # explain phase: CrossHair's counterexamples are already concrete and small.
+    # Hypothesis counts test cases (max_examples), but hypothesis-crosshair bounds each
+    # path by CPU time (2.5 s without a deadline): a path cut short is discarded, not failed.
+    "crosshair": {
+        "backend": "crosshair", "phases": (Phase.explicit, Phase.generate),
+        "max_examples": 100, "stateful_step_count": 30,
+    },
+}
+
 
 class ProfileUnavailableError(ValueError):
     """The profile needs a package this interpreter lacks (``crosshair``)."""
 
 
-# The backend exists only where hypothesis-crosshair is installed (.venv-crosshair):
-# elsewhere the profile is left unregistered and settings_for says how to get it. No
-# shrinking or explain phase: CrossHair's counterexamples are already concrete and small.
-# Hypothesis counts test cases (max_examples), but hypothesis-crosshair bounds each path
-# by CPU time (2.5 s without a deadline): a path cut short is discarded, not failed.
-try:
-    settings.register_profile(
-        "crosshair",
-        backend="crosshair",
-        phases=(Phase.explicit, Phase.generate),
-        database=None,
-        max_examples=100,
-        stateful_step_count=30,
-        **_COMMON,
-    )
-except InvalidArgument:
-    pass  # hypothesis-crosshair is not installed in this interpreter
+def profile_settings(profile: str) -> settings:
+    """The settings of ``profile``, without an example database: a plain settings object,
+    never registered or loaded as a Hypothesis profile, and the same whatever profile the
+    caller has loaded."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
+    try:
+        return settings(**{**_BASE, **_PROFILE_FIELDS[profile]})
+    except InvalidArgument:  # only the crosshair backend can be missing
+        raise ProfileUnavailableError(
+            f"profile {profile!r} needs hypothesis-crosshair, installed in .venv-crosshair "
+            "only: run `make crosshair-properties` (docs/crosshair.md)"
+        ) from None
 
 
 def settings_for(profile: str, adapter_id: str) -> settings:
     """The settings ``profile`` runs under for the adapter whose identity is
     ``adapter_id`` (:attr:`harness.loader.LoadedAdapter.identity`)."""
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
-    try:
-        base = settings.get_profile(profile)
-    except InvalidArgument:  # only the crosshair profile can be unregistered
-        raise ProfileUnavailableError(
-            f"profile {profile!r} needs hypothesis-crosshair, installed in .venv-crosshair "
-            "only: run `make crosshair-properties` (docs/crosshair.md)"
-        ) from None
+    base = profile_settings(profile)
     if profile in _WITH_DATABASE:
         return settings(base, database=example_database(adapter_id))
     return base

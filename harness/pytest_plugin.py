@@ -2,14 +2,20 @@
 
 ``pytest --mmspec-adapter=REF`` turns the test function :func:`test_clause`, imported into
 any test module, into one pytest item per (clause, property) row of the report — named
-``test_clause[ECM-5:EncoderCacheMachine]`` — so ``-k ECM``, ``--junitxml``,
-``--hypothesis-profile`` (one of ``harness/profiles.py``'s: ``ci`` by default) and
+``test_clause[ECM-5:EncoderCacheMachine]`` — so ``-k ECM``, ``--junitxml`` and
 ``--hypothesis-seed`` (the ``verify --seed`` of the command line) work as for any test.
 An item passes when its row is ``pass``, is skipped when the row is ``not provided`` (a
 component or capability the adapter lacks: never a pass), and fails otherwise with the
 explanation the command line prints (the clause, the narrated minimal counterexample,
-the replay command). A property that checks several clauses (a state machine) runs once
-per session; each of its clauses' items reads that one run.
+the replay command); each item records its verdict, example count and profile as JUnit
+properties. A property that checks several clauses (a state machine) runs once per
+session; each of its clauses' items reads that one run.
+
+The items run under mmspec's own settings (``harness/profiles.py``), chosen with
+``--mmspec-profile`` (``ci`` by default), whatever Hypothesis profile the caller
+registers or loads (``--hypothesis-profile``, a conftest's ``settings.load_profile``):
+those apply to the team's own tests only, and mmspec registers and loads none, so the
+verdicts and example counts are those of ``verify --profile`` in any test run.
 
 The whole example for an engine's repository (docs/architecture.md, "The pytest
 plugin"), with mmspec installed (its ``pytest11`` entry point, ``mmspec/pytest_plugin.py``,
@@ -34,12 +40,13 @@ from typing import Any
 import pytest
 
 from harness.catalog import registered_properties
-from harness.profiles import DEFAULT_PROFILE, PROFILES
+from harness.profiles import DEFAULT_PROFILE, PROFILES, ProfileUnavailableError, profile_settings
 from harness.report import render
 from harness.runner import ACCEPTED, Report, Verdict, plan, verify
 from spec.clauses import load_clauses
 
 _ADAPTER_OPTION = "--mmspec-adapter"
+_PROFILE_OPTION = "--mmspec-profile"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,6 +58,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the adapter to check (module name, .py file or package directory exposing "
         "ADAPTER): one test item per (clause, property)",
     )
+    group.addoption(
+        _PROFILE_OPTION,
+        action="store",
+        default=DEFAULT_PROFILE,
+        choices=PROFILES,
+        help=f"mmspec's settings profile (default: {DEFAULT_PROFILE}); the items ignore "
+        "--hypothesis-profile, which is for the run's other tests",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A profile this interpreter cannot run (``crosshair`` without its backend) is one
+    usage error, not the same failure on every item."""
+    try:
+        profile_settings(_profile(config))
+    except ProfileUnavailableError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def _rows() -> list[tuple[str, str]]:
@@ -63,24 +87,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("mmspec_row", rows, ids=[f"{c}:{n}" for c, n in rows])
 
 
-def _adapter(request: pytest.FixtureRequest) -> str | None:
-    option = request.config.getoption(_ADAPTER_OPTION, None)
+def _adapter(config: pytest.Config, module: object) -> str | None:
+    option = config.getoption(_ADAPTER_OPTION, None)
     if option:
         return str(option)
-    named = getattr(request.module, "MMSPEC_ADAPTER", None)
+    named = getattr(module, "MMSPEC_ADAPTER", None)
     return str(named) if named else None
 
 
 def _profile(config: pytest.Config) -> str:
-    name = config.getoption("--hypothesis-profile", None)
-    if name is None:
-        return DEFAULT_PROFILE
-    if name not in PROFILES:
-        raise pytest.UsageError(
-            f"--hypothesis-profile {name}: mmspec runs under its own profiles: "
-            f"{', '.join(PROFILES)}"
-        )
-    return str(name)
+    # Never --hypothesis-profile: that is the caller's, for the caller's own tests.
+    return str(config.getoption(_PROFILE_OPTION, DEFAULT_PROFILE))
 
 
 def _seed(config: pytest.Config) -> int | None:
@@ -114,11 +131,15 @@ def test_clause(
 ) -> None:
     """One clause, as one property judges it, on the adapter under test."""
     clause, name = mmspec_row
-    adapter = _adapter(request)
+    adapter = _adapter(request.config, request.module)
     if adapter is None:
         pytest.skip(f"no adapter: run pytest with {_ADAPTER_OPTION}=REF")
     report = mmspec_runs(adapter, name)
     row = next(r for r in report.rows if r.clause == clause and r.property == name)
+    request.node.user_properties.extend(
+        [("mmspec_verdict", row.verdict.value), ("mmspec_examples", row.examples),
+         ("mmspec_profile", report.profile)]
+    )
     if row.verdict is Verdict.NOT_PROVIDED:
         pytest.skip(f"{clause}: not provided by {report.adapter_name} ({row.implementations})")
     if row.verdict not in ACCEPTED:

@@ -25,5 +25,6 @@ def _installed_plugin() -> ModuleType | None:
 _PLUGIN = _installed_plugin()
 if _PLUGIN is not None:
     pytest_addoption = _PLUGIN.pytest_addoption
+    pytest_configure = _PLUGIN.pytest_configure
     pytest_generate_tests = _PLUGIN.pytest_generate_tests
     mmspec_runs = _PLUGIN.mmspec_runs

@@ -1,6 +1,6 @@
-"""Shared test setup: the project's own Hypothesis tests run under the ``ci`` profile
+"""Shared test setup: the project's own Hypothesis tests run under mmspec's ``ci`` settings
 (derandomized, no database), so ``make test`` gives the same result on every run.
-Set HYPOTHESIS_PROFILE=dev to explore instead."""
+Set HYPOTHESIS_PROFILE=dev (another of harness/profiles.py's) to explore instead."""
 
 from __future__ import annotations
 
@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from harness.profiles import DEFAULT_PROFILE  # importing it registers the profiles
+from harness.profiles import DEFAULT_PROFILE, profile_settings
 
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))
+# harness.profiles registers no global profile (the plugin must not touch a team's): this
+# suite registers mmspec's settings under a name of its own, for its own tests only.
+settings.register_profile(
+    "mmspec-tests", profile_settings(os.environ.get("HYPOTHESIS_PROFILE", DEFAULT_PROFILE))
+)
+settings.load_profile("mmspec-tests")
 
 #: The checkout root (the working directory ``make`` runs in).
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,0 +1,130 @@
+"""The pytest plugin inside someone else's pytest run (issue 33, item 1): it keeps to
+mmspec's own Hypothesis settings without touching the caller's. Each run is a fresh
+pytest in a temporary folder, the plugin loaded by name from the checkout, as in an
+engine team's repository."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from harness import profiles
+from tests.conftest import ROOT
+
+# The team's own profile named like mmspec's, registered after the plugin is imported.
+TEAM_CONFTEST = """\
+from hypothesis import settings
+
+settings.register_profile("ci", max_examples=1000, derandomize=False)
+settings.load_profile("ci")
+"""
+
+TEAM_TESTS = """\
+from hypothesis import settings
+
+from harness.pytest_plugin import test_clause  # noqa: F401
+
+
+def test_team_profile_is_untouched():
+    ci = settings.get_profile("ci")
+    assert (ci.max_examples, ci.derandomize) == (1000, False)
+    assert settings.get_current_profile_name() == {loaded!r}
+    assert settings().max_examples == {expected}
+"""
+
+#: One cheap clause of mmspec's and the team's own test.
+SELECT = ("-k", "SPL-1 or team_profile")
+
+
+def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A fresh ``pytest -p harness.pytest_plugin ARGS`` in ``folder``, with nothing of
+    this process's environment but the checkout on its path."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "harness.pytest_plugin", "-p",
+         "no:cacheprovider", *args],
+        cwd=folder, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def _outcomes(junit: Path) -> dict[str, tuple[str, dict[str, str]]]:
+    """Each test case of a JUnit file: its outcome and its properties."""
+    found: dict[str, tuple[str, dict[str, str]]] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        outcome = next((c.tag for c in case if c.tag != "properties"), "passed")
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        found[case.get("name", "")] = (outcome, props)
+    return found
+
+
+@pytest.mark.parametrize(
+    ("option", "loaded", "expected"),
+    [(None, "ci", 1000), ("ci", "ci", 1000), ("default", "default", 100)],
+)
+def test_the_callers_profile_neither_changes_nor_is_changed(
+    tmp_path: Path, option: str | None, loaded: str, expected: int
+) -> None:
+    (tmp_path / "conftest.py").write_text(TEAM_CONFTEST)
+    (tmp_path / "test_engine.py").write_text(TEAM_TESTS.format(loaded=loaded, expected=expected))
+    junit = tmp_path / "junit.xml"
+    args = [f"--hypothesis-profile={option}"] if option else []
+    done = _pytest(tmp_path, "--mmspec-adapter=reference", *SELECT, f"--junitxml={junit}", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _outcomes(junit) == {
+        "test_team_profile_is_untouched": ("passed", {}),
+        # mmspec's ci: derandomized, its own example count, whatever the caller loads.
+        "test_clause[SPL-1:spl_text_rows_untouched]": (
+            "passed",
+            {"mmspec_verdict": "pass", "mmspec_profile": "ci",
+             "mmspec_examples": str(profiles.profile_settings("ci").max_examples)},
+        ),
+    }
+
+
+def test_importing_the_plugin_registers_no_profile() -> None:
+    probe = textwrap.dedent("""\
+        from hypothesis import settings
+        from hypothesis.errors import InvalidArgument
+        before = repr(settings.get_profile("ci")), settings.get_current_profile_name()
+        import harness.pytest_plugin
+        assert (repr(settings.get_profile("ci")), settings.get_current_profile_name()) == before
+        for name in ("dev", "thorough", "mutation", "grading", "crosshair"):
+            try:
+                settings.get_profile(name)
+            except InvalidArgument:
+                continue
+            raise AssertionError(name + " registered")
+        """)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env={"PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_profiles_set_every_field_so_no_loaded_profile_leaks_in() -> None:
+    fields = {
+        p.name for p in inspect.signature(settings.__init__).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert set(profiles._BASE) == fields
+    usable = [p for p in profiles.PROFILES if p != "crosshair"]
+    before = [repr(profiles.profile_settings(p)) for p in usable]
+    previous = settings.get_current_profile_name()
+    settings.register_profile(
+        "wild", max_examples=7, derandomize=False, deadline=5, stateful_step_count=3,
+        report_multiple_bugs=False, print_blob=False, phases=(), suppress_health_check=(),
+    )
+    try:
+        settings.load_profile("wild")
+        assert [repr(profiles.profile_settings(p)) for p in usable] == before
+    finally:
+        settings.load_profile(previous)
+
