@@ -15,7 +15,9 @@ The items run under mmspec's own settings (``harness/profiles.py``), chosen with
 ``--mmspec-profile`` (``ci`` by default), whatever Hypothesis profile the caller
 registers or loads (``--hypothesis-profile``, a conftest's ``settings.load_profile``):
 those apply to the team's own tests only, and mmspec registers and loads none, so the
-verdicts and example counts are those of ``verify --profile`` in any test run.
+verdicts and example counts are those of ``verify --profile`` in any test run. An adapter
+that cannot be loaded is one usage error (exit status 4) with the loader's message, before
+any item runs.
 
 The whole example for an engine's repository (docs/architecture.md, "The pytest
 plugin"), with mmspec installed (its ``pytest11`` entry point, ``mmspec/pytest_plugin.py``,
@@ -40,6 +42,7 @@ from typing import Any
 import pytest
 
 from harness.catalog import registered_properties
+from harness.loader import AdapterLoadError, load_adapter
 from harness.profiles import DEFAULT_PROFILE, PROFILES, ProfileUnavailableError, profile_settings
 from harness.report import render
 from harness.runner import ACCEPTED, Report, Verdict, plan, verify
@@ -75,6 +78,33 @@ def pytest_configure(config: pytest.Config) -> None:
         profile_settings(_profile(config))
     except ProfileUnavailableError as e:
         raise pytest.UsageError(str(e)) from None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A malformed adapter is one usage error, not the same failure on every item (the
+    option's adapter, and any a collected module names)."""
+    refs = {_adapter(config, getattr(item, "module", None)) for item in items
+            if "mmspec_row" in getattr(item, "fixturenames", ())}
+    refs.add(config.getoption(_ADAPTER_OPTION, None))
+    for ref in sorted(r for r in refs if r):
+        try:
+            load_adapter(ref)
+        except AdapterLoadError as e:
+            _junit_error(config, str(e))
+            raise pytest.UsageError(str(e)) from None
+
+
+def _junit_error(config: pytest.Config, message: str) -> None:
+    """With ``--junitxml``, the usage error as an error test case: a CI that reads the
+    JUnit file reports it instead of nothing. Given to pytest's JUnit writer alone (no
+    public API reaches it), so that the terminal shows the message once."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is not None:
+        xml.pytest_collectreport(
+            pytest.CollectReport("mmspec::adapter", "failed", message, [])
+        )
 
 
 def _rows() -> list[tuple[str, str]]:

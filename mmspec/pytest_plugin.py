@@ -26,5 +26,6 @@ _PLUGIN = _installed_plugin()
 if _PLUGIN is not None:
     pytest_addoption = _PLUGIN.pytest_addoption
     pytest_configure = _PLUGIN.pytest_configure
+    pytest_collection_modifyitems = _PLUGIN.pytest_collection_modifyitems
     pytest_generate_tests = _PLUGIN.pytest_generate_tests
     mmspec_runs = _PLUGIN.mmspec_runs

@@ -1,7 +1,7 @@
-"""The pytest plugin inside someone else's pytest run (issue 33, item 1): it keeps to
-mmspec's own Hypothesis settings without touching the caller's. Each run is a fresh
-pytest in a temporary folder, the plugin loaded by name from the checkout, as in an
-engine team's repository."""
+"""The pytest plugin inside someone else's pytest run (issue 33, items 1 and 4): it keeps
+to mmspec's own Hypothesis settings without touching the caller's, and a malformed
+adapter is one usage error. Each run is a fresh pytest in a temporary folder, the plugin
+loaded by name from the checkout, as in an engine team's repository."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import settings
 
 from harness import profiles
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
 
 # The team's own profile named like mmspec's, registered after the plugin is imported.
 TEAM_CONFTEST = """\
@@ -128,3 +128,23 @@ def test_profiles_set_every_field_so_no_loaded_profile_leaks_in() -> None:
     finally:
         settings.load_profile(previous)
 
+
+@pytest.mark.parametrize("named_by", ["option", "module"])
+def test_a_malformed_adapter_is_one_usage_error(tmp_path: Path, named_by: str) -> None:
+    adapter = FIXTURES / "missing_method.py"
+    tests = "from harness.pytest_plugin import test_clause  # noqa: F401\n"
+    args = [f"--mmspec-adapter={adapter}"]
+    if named_by == "module":
+        tests += f"MMSPEC_ADAPTER = {str(adapter)!r}\n"
+        args = []
+    (tmp_path / "test_engine.py").write_text(tests)
+    junit = tmp_path / "junit.xml"
+    done = _pytest(tmp_path, *args, f"--junitxml={junit}")
+    output = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, output
+    assert output.count("MergeOnlySplice lacks method inject") == 1, output
+    assert output.count("cannot load adapter") == 1 and len(output.splitlines()) < 15, output
+    # A CI reading the JUnit file still hears of it.
+    [(name, (outcome, _))] = _outcomes(junit).items()
+    assert (name, outcome) == ("adapter", "error")
+    assert "MergeOnlySplice lacks method inject" in junit.read_text()
