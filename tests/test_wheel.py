@@ -30,6 +30,7 @@ import pytest
 from harness import names
 from spec.clauses import mmspec_version
 from tests.conftest import ROOT
+from tests.test_pytest_plugin import TEAM_CONFTEST, _outcomes
 
 REQUIRED = bool(os.environ.get("CI"))
 
@@ -343,6 +344,36 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
     junit = (engine / "junit.xml").read_text(encoding="utf-8")
     assert 'name="test_clause[ECM-5:EncoderCacheMachine]"' in junit and "<failure" in junit
 
+    # beside the team's own Hypothesis profile named ci (issue 33, item 1): the team's stays
+    # its own, and mmspec's verdicts and example counts are the same with and without it
+    (engine / "conftest.py").write_text(TEAM_CONFTEST, encoding="utf-8")
+    (engine / "test_team.py").write_text(TEAM_TEST, encoding="utf-8")
+    team = ["-k", "SPL-1 or team_profile", "-p", "no:cacheprovider", "-q"]
+    seen = []
+    for extra in ([], ["--hypothesis-profile=ci"]):
+        run = _run([*python, "-m", "pytest", "--mmspec-adapter=reference", *team, *extra,
+                    "--junitxml", str(engine / "team.xml")], cwd=engine, env=env, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        seen.append(_outcomes(engine / "team.xml"))
+    assert seen[0] == seen[1], seen
+    assert seen[0]["test_clause[SPL-1:spl_text_rows_untouched]"][1]["mmspec_examples"] == "100"
+    # a malformed adapter: one usage error (issue 33, item 4)
+    (engine / "malformed.py").write_text(
+        _as_installed(ROOT / "tests" / "fixtures" / "missing_method.py"), encoding="utf-8"
+    )
+    bad = _run([*python, "-m", "pytest", "--mmspec-adapter=malformed.py", "-p",
+                "no:cacheprovider", "-q"], cwd=engine, env=env, timeout=300)
+    assert bad.returncode == pytest.ExitCode.USAGE_ERROR, bad.stdout + bad.stderr
+    assert (bad.stdout + bad.stderr).count("lacks method inject") == 1, bad.stdout + bad.stderr
+
+
+TEAM_TEST = """\
+from hypothesis import settings
+
+
+def test_team_profile_is_untouched():
+    assert settings.get_profile("ci").max_examples == settings().max_examples == 1000
+"""
 
 #: The whole of what an engine's repository adds (with mmspec installed).
 PLUGIN_EXAMPLE = "from mmspec.harness.pytest_plugin import test_clause  # noqa: F401\n"
