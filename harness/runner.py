@@ -549,8 +549,9 @@ def verify(
     (``set_aside`` applies to the properties that check those clauses). ``session``: run the adapter
     isolated in that session's child process (:mod:`harness.isolation`; it must be for
     ``adapter_ref``): the adapter is never imported here, and each property gets a live child.
-    ``jobs``: run the properties in that many forked processes (in process only; each
-    property's seed is its own, so the report is the one ``jobs=1`` gives).
+    ``jobs``: run the properties in that many forked processes (each property's seed is
+    its own, so the report is the one ``jobs=1`` gives); isolated, each worker starts a
+    child of its own (one process at a time under a sandbox user: :attr:`IsolatedSession.forks`).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -584,7 +585,7 @@ def verify(
         )
 
     results: dict[str, PropertyResult] = {}
-    if jobs > 1 and session is None and len(to_run) > 1:
+    if jobs > 1 and (session is None or session.forks) and len(to_run) > 1:
         for index, result in enumerate(_forked_in_order(to_run, run_one, jobs), 1):
             if progress:
                 progress(index, len(to_run), result.name, None)

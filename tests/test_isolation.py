@@ -211,6 +211,18 @@ def test_a_zoo_entry_fails_the_same_way_isolated(ref: str, only: list[str]) -> N
     _same_reports(in_process, isolated)
 
 
+def test_isolated_jobs_each_run_a_child_of_their_own_with_the_same_report() -> None:
+    """``grade --jobs 2`` (the default): each forked worker starts its own child, and the
+    report — verdicts, counterexamples, reproducers — is the one a single process gives."""
+    ref, only = "adapters/zoo/sch_budget_not_decremented.py", ["SCH-7", "SCH-9", "EXP-4"]
+    one = grade(ref, RUBRIC, "ci", only=only, isolation=Limits())
+    two = grade(ref, RUBRIC, "ci", only=only, isolation=Limits(), jobs=2)
+    assert two.score == one.score < one.max_score
+    assert any(f.reproducer is not None for r in two.items for f in r.failures)
+    for name in FORMATS:
+        assert _VARYING.sub("<t>", render(one, name)) == _VARYING.sub("<t>", render(two, name))
+
+
 def test_an_adapter_that_crashes_its_import_is_a_load_error(tmp_path: Path) -> None:
     crashing = tmp_path / "adapter.py"
     crashing.write_text("import os\nos._exit(7)\n")

@@ -26,6 +26,10 @@ from harness.profiles import PROFILES
 
 EXIT_FULL_MARKS, EXIT_POINTS_LOST, EXIT_USAGE = 0, 1, 2
 
+#: Processes a grade runs its properties in by default: two, the cores the README and
+#: CI assume (a Gradescope container has two as well).
+DEFAULT_JOBS = 2
+
 
 def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``grade`` on the ``python -m properties`` command line."""
@@ -85,6 +89,11 @@ def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         help="skip building reproducer scripts (faster; counterexamples are still shown)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
+        help=f"run the properties in N processes, each with its own isolated child (the "
+        f"report is the same for any N; default {DEFAULT_JOBS}; 1 as --sandbox-user)",
+    )
     add_isolation_options(parser, isolated_by_default=True)
     add_exhaustive_option(parser)
 
@@ -120,6 +129,7 @@ def run_grade(args: argparse.Namespace) -> int:
             reproducers=not args.no_reproducers,
             progress=progress,
             isolation=limits_from(args),
+            jobs=args.jobs,
             exhaustive=(
                 Exhaustive(SCOPES[args.exhaustive], clone=_clone_mode(args))
                 if args.exhaustive

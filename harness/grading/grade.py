@@ -187,6 +187,7 @@ def grade(
     verify_reproducers: bool = True,
     isolation: Limits | None = None,
     exhaustive: Exhaustive | None = None,
+    jobs: int = 1,
 ) -> GradeReport:
     """Grade the adapter ``adapter_ref`` against ``rubric``.
 
@@ -197,7 +198,9 @@ def grade(
     the adapter in a child process under these limits (:mod:`harness.isolation`);
     the adapter is then never imported by the grader. ``exhaustive``: the deterministic
     grading mode, the state machines' clauses (ECM, SYS) judged by exhaustive search
-    within its scopes instead of Hypothesis (docs/exhaustive.md).
+    within its scopes instead of Hypothesis (docs/exhaustive.md). ``jobs``: run the
+    properties in that many forked processes, each isolated one with a child of its own
+    (the report is the same for any number: :func:`harness.runner.verify`).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -220,7 +223,7 @@ def grade(
     try:
         report = _graded(
             adapter_ref, rubric, items, loaded, profile, seed, hide_seed, session,
-            reproducers, verify_reproducers, say, started, exhaustive,
+            reproducers, verify_reproducers, say, started, exhaustive, jobs,
         )
     finally:
         if session is not None:
@@ -251,6 +254,7 @@ def _graded(
     say: Progress,
     started: float,
     exhaustive: Exhaustive | None,
+    jobs: int = 1,
 ) -> GradeReport:
     declared = frozenset(loaded.adapter.not_attempted)
     warnings = [
@@ -270,6 +274,7 @@ def _graded(
             progress=_runner_progress(say),
             session=session,
             transform=exhaustive.transform if exhaustive is not None else None,
+            jobs=jobs,
         )
         if clauses
         else None

@@ -26,6 +26,7 @@ what each is reported as) is one state machine, read in one place.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -113,6 +114,8 @@ class IsolatedSession:
         self._next_array = 0
         self._death: str | None = None
         self._used = 0.0
+        #: The process that owns ``_child`` (a forked worker starts a child of its own).
+        self._owner = os.getpid()
         try:
             self._info = self._start()
         except BaseException:
@@ -188,6 +191,8 @@ class IsolatedSession:
         self._used = 0.0
         self._death = None
         self._tracked.clear()
+        if self._owner != os.getpid():
+            self._leave_parents_child()
         child = self._child
         used = child.cpu_seconds_used() if child is not None and child.alive else None
         if child is not None and child.alive and (used or 0.0) <= self.limits.cpu_seconds / 2:
@@ -207,7 +212,27 @@ class IsolatedSession:
         if (info["name"], info["provided"]) != (self._info["name"], self._info["provided"]):
             self._death = "the adapter loaded differently when the child was restarted"
 
+    @property
+    def forks(self) -> bool:
+        """Whether forked workers may each run a child of their own: not as a sandbox
+        user, since burying one child kills every process of that user (the other
+        workers' children too)."""
+        return self.limits.sandbox is None
+
+    def _leave_parents_child(self) -> None:
+        """In a process forked from the session's owner (the runner's ``jobs``): the
+        inherited child is the parent's, so only this process's copy of its socket is
+        closed (the parent keeps talking to it) and the next property starts a child of
+        this process's own."""
+        self._owner = os.getpid()
+        if self._child is not None:
+            self._child.sock.close()
+            self._child = None
+        self._drops = []
+
     def close(self) -> None:
+        if self._owner != os.getpid():
+            return  # a forked worker's copy: the child and the folder are the parent's
         if self._child is not None:
             self._child.close()
         self._output.close()
