@@ -38,9 +38,11 @@ list: $(VENV)/.installed
 	$(RUN) -m properties list
 
 # fuzz-setup: atheris and the Debian redis-server, for tests/test_fuzz_redis.py (docs/fuzz.md)
+# The tests run in JOBS processes (pytest-xdist), a test file to a worker (module fixtures
+# such as an unpacked vLLM tree are built once); the kill matrix runs JOBS entries at once.
 test: $(VENV)/.installed fuzz-setup
-	$(RUN) -m pytest -q
-	$(RUN) -m harness.kill_matrix
+	$(RUN) -m pytest -q -n $(JOBS) --dist loadfile --durations=15
+	$(RUN) -m harness.kill_matrix --jobs $(JOBS)
 	$(MAKE) --no-print-directory typecheck lint
 
 typecheck: $(VENV)/.installed

@@ -123,8 +123,9 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=1,
         metavar="N",
-        help="run the properties in N forked processes (in process only; the report is the "
-        "one --jobs 1 gives: each property has its own seed). make verify uses 2",
+        help="run the properties in N forked processes, with --isolate each with a child of "
+        "its own (the report is the one --jobs 1 gives: each property has its own seed). "
+        "make verify uses 2",
     )
     _add_vllm_and_baseline_options(run)
     add_isolation_options(run, isolated_by_default=False)
@@ -152,13 +153,13 @@ def _verify(
         if isolation is None:
             report = verify(
                 adapter, profile, only, progress=_progress, seed=seed, set_aside=set_aside,
-                jobs=jobs,
+                jobs=jobs, heartbeat=_heartbeat,
             )
         else:
             with IsolatedSession(adapter, isolation) as session:
                 report = verify(
                     adapter, profile, only, progress=_progress, session=session, seed=seed,
-                    set_aside=set_aside,
+                    set_aside=set_aside, jobs=jobs, heartbeat=_heartbeat,
                 )
                 show_submission_output(session.submission_output())
     except (
@@ -329,15 +330,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
+#: The property whose progress line is open (``[i/n] name ...``, its verdict to come).
+_open: list[str] = []
+
+
 def _progress(index: int, total: int, name: str, result: PropertyResult | None) -> None:
     if result is None:
         print(f"[{index}/{total}] {name} ...", end="", file=sys.stderr, flush=True)
-    else:
-        print(
-            f" {result.verdict.value} ({result.seconds:.1f} s)",
-            file=sys.stderr,
-            flush=True,
-        )
+        _open[:] = [f"[{index}/{total}] {name}"]
+        return
+    # a heartbeat closed the line: the verdict gets a line of its own
+    lead = "" if _open else f"[{index}/{total}] {name}:"
+    _open.clear()
+    print(f"{lead} {result.verdict.value} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
+
+
+def _heartbeat(line: str) -> None:
+    """A long property's progress (:mod:`harness.heartbeat`), on a line of its own."""
+    lead = "\n" if _open else ""
+    _open.clear()
+    print(f"{lead}  ... {line}", file=sys.stderr, flush=True)
 
 
 def _list() -> int:

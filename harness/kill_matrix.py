@@ -26,7 +26,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -98,13 +98,25 @@ def run_entry(entry: ZooEntry) -> Row:
     return Row(entry, cells, errors, time.perf_counter() - started)
 
 
-def compute(entries: Sequence[ZooEntry], jobs: int = 1) -> list[Row]:
-    """One row per runnable entry (in the given order), ``jobs`` entries at a time."""
+def compute(
+    entries: Sequence[ZooEntry], jobs: int = 1, progress: Callable[[str], None] | None = None
+) -> list[Row]:
+    """One row per runnable entry (in the given order), ``jobs`` entries at a time;
+    ``progress`` hears of each row as it is done (the matrix takes minutes)."""
     runnable = [e for e in entries if e.needs is None]
+    say = progress or (lambda _line: None)
+    rows: list[Row] = []
+
+    def done(row: Row) -> Row:
+        rows.append(row)
+        say(f"[{len(rows)}/{len(runnable)}] {row.entry.short_name}: {row.outcome} "
+            f"({row.seconds:.1f} s)")
+        return row
+
     if jobs <= 1:
-        return [run_entry(e) for e in runnable]
+        return [done(run_entry(e)) for e in runnable]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(run_entry, runnable))
+        return [done(row) for row in pool.map(run_entry, runnable)]
 
 
 # --- judging -------------------------------------------------------------------------
@@ -246,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     entries = discover_named(args.entry, parser.error)
     registry = registered_properties()
-    rows = compute(entries, args.jobs)
+    rows = compute(entries, args.jobs, progress=_stderr)
     verdicts = judge(rows, registry)
     if args.entry:  # a partial matrix cannot show that every property kills
         problems = tuple(p for p in verdicts.problems if not p.endswith("kills no zoo entry"))
@@ -254,6 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     skipped = [e for e in entries if e.needs is not None]
     sys.stdout.write(render(rows, skipped, registry, verdicts, time.perf_counter() - started))
     return 0 if verdicts.ok else 1
+
+
+def _stderr(line: str) -> None:
+    print(f"[kill-matrix] {line}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

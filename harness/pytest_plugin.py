@@ -36,6 +36,7 @@ that does not ask for it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -148,10 +149,17 @@ def mmspec_runs(request: pytest.FixtureRequest) -> Callable[[str, str], Report]:
 
     def run(adapter: str, name: str) -> Report:
         if (adapter, name) not in cache:
-            cache[adapter, name] = verify(adapter, profile, [name], seed=seed)
+            cache[adapter, name] = verify(
+                adapter, profile, [name], seed=seed, heartbeat=_heartbeat
+            )
         return cache[adapter, name]
 
     return run
+
+
+def _heartbeat(line: str) -> None:
+    """A long property's progress, past pytest's capture of the test's own output."""
+    print(f"[mmspec] {line}", file=sys.__stderr__, flush=True)
 
 
 def test_clause(

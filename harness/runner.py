@@ -41,6 +41,7 @@ from hypothesis import settings as Settings
 from hypothesis.errors import FlakyFailure
 
 from harness.catalog import registered_properties
+from harness.heartbeat import beating, listening
 from harness.loader import (
     NEEDS_REFERENCE,
     NOT_PROVIDED,
@@ -374,7 +375,7 @@ def _run_once(
     runnable.seed = None if seed is None else property_seed(seed, spec.name)
     runnable.replay = replay
     try:
-        with setting_aside(set_aside):
+        with setting_aside(set_aside), beating(spec.name, runnable, set_aside):
             runnable.run(settings)
     except Exception as e:  # noqa: BLE001 - every outcome is classified below
         failures = tuple(_classify(e, spec, set_aside))
@@ -539,6 +540,7 @@ def verify(
     set_aside: Sequence[str] = (),
     per_clause: bool = True,
     jobs: int = 1,
+    heartbeat: Callable[[str], None] | None = None,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
@@ -552,6 +554,8 @@ def verify(
     ``jobs``: run the properties in that many forked processes (each property's seed is
     its own, so the report is the one ``jobs=1`` gives); isolated, each worker starts a
     child of its own (one process at a time under a sandbox user: :attr:`IsolatedSession.forks`).
+    ``heartbeat``: hears a line every few seconds while a property runs
+    (:mod:`harness.heartbeat`: how many examples so far).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -584,21 +588,9 @@ def verify(
             tuple(c for c in set_aside if c in spec.clauses), per_clause,
         )
 
-    results: dict[str, PropertyResult] = {}
-    if jobs > 1 and (session is None or session.forks) and len(to_run) > 1:
-        for index, result in enumerate(_forked_in_order(to_run, run_one, jobs), 1):
-            if progress:
-                progress(index, len(to_run), result.name, None)
-                progress(index, len(to_run), result.name, result)
-            results[result.name] = result
-    else:
-        for index, name in enumerate(to_run, 1):
-            if progress:
-                progress(index, len(to_run), name, None)
-            results[name] = run_one(name)
-            if progress:
-                progress(index, len(to_run), name, results[name])
-
+    with listening(heartbeat):
+        results = _run_all(to_run, run_one, jobs if session is None or session.forks else 1,
+                           progress)
     rows = tuple(_row(clause, name, registry, results, parts) for clause, name in pairs)
     return Report(
         adapter_ref=adapter_ref,
@@ -611,6 +603,30 @@ def verify(
         clauses=clauses,
         seconds=time.perf_counter() - started,
     )
+
+
+def _run_all(
+    to_run: list[str],
+    run_one: Callable[[str], PropertyResult],
+    jobs: int,
+    progress: ProgressFn | None,
+) -> dict[str, PropertyResult]:
+    """``run_one`` of each name, in ``jobs`` forked processes when more than one."""
+    results: dict[str, PropertyResult] = {}
+    if jobs > 1 and len(to_run) > 1:
+        for index, result in enumerate(_forked_in_order(to_run, run_one, jobs), 1):
+            if progress:
+                progress(index, len(to_run), result.name, None)
+                progress(index, len(to_run), result.name, result)
+            results[result.name] = result
+    else:
+        for index, name in enumerate(to_run, 1):
+            if progress:
+                progress(index, len(to_run), name, None)
+            results[name] = run_one(name)
+            if progress:
+                progress(index, len(to_run), name, results[name])
+    return results
 
 
 #: What the forked workers of :func:`_forked_in_order` run: set just before the pool

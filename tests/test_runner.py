@@ -415,3 +415,24 @@ def test_forked_jobs_give_the_report_one_process_gives() -> None:
         forked = two.results[name]
         assert dataclasses.replace(forked, seconds=0.0) == dataclasses.replace(result, seconds=0.0)
     assert any(r.verdict is Verdict.FAIL for r in one.rows)
+
+
+def test_a_long_property_says_how_far_it_is_without_changing_its_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 31: a property running for more than a few seconds reports the examples (or
+    machine programs) done so far; the beat only reads the counter, so the report is the
+    one a silent run gives."""
+    from harness import heartbeat
+
+    monkeypatch.setattr(heartbeat, "EVERY_SECONDS", 0.05)
+    only = ["EncoderCacheMachine", "exp_total_length"]
+    lines: list[str] = []
+    heard = verify("reference", "ci", only, heartbeat=lines.append)
+    silent = verify("reference", "ci", only)
+    assert heard.rows == silent.rows
+    machine = [line for line in lines if line.startswith("EncoderCacheMachine: ")]
+    assert machine and all(" programs so far (" in line for line in machine)
+    counts = [int(line.split()[1]) for line in machine]
+    assert counts == sorted(counts) and counts[-1] > 0
+    assert all(" examples so far (" in line for line in lines if line.startswith("exp_"))

@@ -275,6 +275,7 @@ def _graded(
             session=session,
             transform=exhaustive.transform if exhaustive is not None else None,
             jobs=jobs,
+            heartbeat=lambda line: say(f"  ... {line}"),
         )
         if clauses
         else None
