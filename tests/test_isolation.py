@@ -5,8 +5,11 @@ and for zoo entries (the same failures, counterexamples and reproducers)."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ from spec.types import (
     RequestView,
     RowBreakPolicy,
 )
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 RUBRIC = load_rubric()
 
@@ -164,6 +167,119 @@ def test_a_frame_that_shares_a_container_is_refused() -> None:
     with pytest.raises(wire.WireError, match="may not share a container"):
         wire.decode_frame(pickle.dumps(shared))
     assert _crossed([[1, 2]] * 3) == [[1, 2]] * 3  # what to_wire shares is sent apart
+
+
+def _shared(depth: int) -> bytes:
+    """Pickle opcodes for x = (x, x), ``depth`` times over, by DUP (two bytes a level)."""
+    return b"K\x00" + b"2\x86" * depth
+
+
+def _memo_shared(depth: int) -> bytes:
+    """The same by memo references: each level memoized, then read twice."""
+    levels = (b"0h%ch%c\x86\x94" % (n - 1, n - 1) for n in range(1, depth))
+    return b"K\x00\x94" + b"".join(levels) + b"0h%c" % (depth - 1)
+
+
+def _colliding(count: int) -> list[bytes]:
+    """Pickle opcodes for ``count`` different ints with one hash (multiples of 2**61 - 1)."""
+    return [b"\x8a\x0a" + (k * (2**61 - 1)).to_bytes(10, "little") for k in range(count)]
+
+
+def _reply(value: bytes) -> bytes:
+    """A reply frame's payload: ("ok", <what the opcodes value build>)."""
+    return b"\x80\x04\x8c\x02ok" + value + b"\x86."
+
+
+#: Forged replies that pickle would take for ever (or minutes) to build, and the reason
+#: each is refused for.
+FORGED = {
+    "a frozenset of shared tuples": (b"(" + _shared(60) + b"\x91", r"share a container \(DUP\)"),
+    "a set of shared tuples": (b"\x8f(" + _shared(60) + b"\x90", r"share a container \(DUP\)"),
+    "a dict keyed by shared tuples": (b"}" + _shared(60) + b"Ns", r"share a container \(DUP\)"),
+    "a dict keyed by a frozenset of them": (
+        b"}(" + _shared(60) + b"\x91Ns", r"share a container \(DUP\)"
+    ),
+    "shared tuples": (_shared(60), r"share a container \(DUP\)"),
+    "a frozenset of memo-shared tuples": (
+        b"(" + _memo_shared(60) + b"\x91", r"share a container \(a pickle memo reference\)"
+    ),
+    "a frozenset of ints with one hash": (
+        b"(" + b"".join(_colliding(20_000)) + b"\x91", "may hash only strings"
+    ),
+    "a dict keyed by ints with one hash": (
+        b"}(" + b"N".join(_colliding(50)) + b"Nu", "may hash only strings"
+    ),
+    "a frozenset of strings built by a memo": (b"(\x8c\x01a\x94\x91", "opcode MEMOIZE"),
+    "a popped value": (b"K\x01K\x020", "opcode POP"),
+    "a list nested 65 deep": (b"]" * 65 + b"a" * 64, "nested more than 64 deep"),
+}
+
+
+@pytest.mark.parametrize(("value", "reason"), FORGED.values(), ids=list(FORGED))
+def test_a_forged_frame_is_refused_before_anything_is_built(
+    value: bytes, reason: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 32, item 5: pickle hashes a set's items and a dict's keys as it builds them,
+    # so a check of the decoded tree came too late: x = (x, x) sixty deep in a
+    # frozenset (131 bytes) kept the grader's decoder busy for ever. Every check of a
+    # frame runs on its opcodes, before the unpickler is even made.
+    def unpickler(*args: object) -> None:
+        raise AssertionError("the frame was unpickled before it was refused")
+
+    monkeypatch.setattr(wire, "PlainUnpickler", unpickler)
+    with pytest.raises(wire.WireError, match=reason):
+        wire.decode_frame(_reply(value))
+
+
+def test_forged_frames_are_refused_in_time_bounded_by_their_length() -> None:
+    # the same frames, timed for real (in a child, killed at a generous 20 s: the old
+    # decoder ran the first for ever, the second for some seven minutes)
+    flood = b"".join(_colliding(200_000))
+    frames = [_reply(b"(" + _shared(60) + b"\x91"), _reply(b"(" + flood + b"\x91")]
+    script = (
+        "import sys\n"
+        "from harness.isolation import wire\n"
+        "for frame in eval(sys.stdin.read()):\n"
+        "    try:\n"
+        "        wire.decode_frame(frame)\n"
+        "    except wire.WireError as e:\n"
+        "        print(e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=repr(frames), capture_output=True, text=True,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=20, check=True,
+    )
+    assert done.stdout.splitlines() == [
+        "a frame may not share a container (DUP)",
+        "a frame may hash only strings (other keys cross tagged)",
+    ]
+
+
+def test_sets_and_dicts_keyed_by_anything_cross_as_themselves() -> None:
+    # keys other than strings cross tagged (their hashes are the sender's to choose)
+    values: list[object] = [
+        {1: "a", (2, 3): [4], None: {5.5}},
+        {frozenset({1, (2,)}): frozenset({"s"}), "k": set()},
+        {-1, -2, 10**30},
+        frozenset({(1, 2), b"x"}),
+        {"only": "strings"},
+        {"also", "strings"},
+    ]
+    for value in values:
+        got = _crossed(value)
+        assert got == value and type(got) is type(value)
+
+
+def test_a_set_of_keys_with_one_hash_is_refused_before_it_is_built() -> None:
+    # ints, floats and tuples hash alike in every process: 200,000 with one hash would
+    # take minutes to put in a set; more than a few with one hash are refused
+    colliding = tuple(k * (2**61 - 1) for k in range(200_000))
+    for tag in (wire.SET, wire.FROZENSET):
+        with pytest.raises(wire.WireError, match="more than 8 keys of a set or dict share a hash"):
+            wire.from_wire((tag, colliding))
+    with pytest.raises(wire.WireError, match="share a hash"):
+        wire.from_wire((wire.DICT, colliding, colliding))
+    assert wire.from_wire((wire.SET, (3,) * 100 + (-1, -2))) == {3, -1, -2}  # equal: one key
 
 
 # --- grading: isolated equals in process -------------------------------------------------

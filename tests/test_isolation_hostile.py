@@ -53,6 +53,16 @@ BATTERY = {
     "forge_reply": r"ImplementationDied: broke the protocol: a frame may not name a class",
     # issue 15, defect 7: shared references (x = [x, x], 60 deep) are refused, not followed
     "memo_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
+    # issue 32, item 5: refused before anything is built or hashed (pickle hashes a set's
+    # items and a dict's keys as it builds them): x = (x, x) sixty deep as a frozenset's
+    # item, a set's, a dict's key (136 bytes, for ever), alone; 200,000 ints with one
+    # hash (minutes), and the same in the tagged form that sets of non-strings cross in
+    "frozenset_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
+    "set_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
+    "dict_key_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
+    "tuple_bomb": r"ImplementationDied: broke the protocol: a frame may not share a container",
+    "hash_flood": r"ImplementationDied: broke the protocol: a frame may hash only strings",
+    "hash_flood_tagged": r"BadReturnValue: the result could not be decoded: more than 8 keys",
     # issue 15, defect 5: a 200 MB reply is refused from its header, not read
     "huge_reply": r"ImplementationDied: reply too large: \d+ bytes, over the limit of 32 MiB",
     # issue 15, defects 2, 4, 6: text from the child, made safe and cut in the report
