@@ -56,7 +56,7 @@ clean:
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 
 # --- the torch adapter: the optional torch extra (the CPU wheel here; never torchvision) ---
-.PHONY: torch verify-torch bench-torch
+.PHONY: torch verify-torch bench-torch gpu-check
 
 # The torch extra's packages only, not the project: an editable install would leave
 # mmspec.egg-info in the checkout, and CrossHair, seeing the checkout as an installed
@@ -73,6 +73,11 @@ verify-torch: $(VENV)/.torch
 
 bench-torch: $(VENV)/.torch
 	$(RUN) benchmarks/splice_bench.py
+
+# verify-torch and bench-torch on one device (DEVICE=cpu|cuda, default cuda when available),
+# timed, under 8 minutes, with a summary of the figures (docs/torch.md, "On a GPU")
+gpu-check: $(VENV)/.torch
+	PYTHON=$(PYTHON) PROFILE=$(PROFILE) bash benchmarks/gpu_check.sh
 
 # --- grading (docs/grading.md): a score per rubric item, reports, reproducers ---
 # make grade ADAPTER=path/to/adapter.py [RUBRIC=file.toml] [SEED=n] [FORMAT=markdown] [OUT=path]

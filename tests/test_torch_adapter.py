@@ -170,6 +170,32 @@ def test_the_oracle_merge_keeps_text_bits_and_fills_in_order() -> None:
     assert out.tolist() == [[0x7E01], [0x3F80], [0xFFFF]]
 
 
+GPU_CHECK = ROOT / "benchmarks" / "gpu_check.sh"
+
+
+def test_the_gpu_check_script_is_valid_bash() -> None:
+    """benchmarks/gpu_check.sh (docs/torch.md, "On a GPU") parses; the whole run is too
+    slow for a test (``DEVICE=cpu bash benchmarks/gpu_check.sh``, about three minutes)."""
+    assert GPU_CHECK.is_file()
+    subprocess.run(["bash", "-n", str(GPU_CHECK)], check=True, capture_output=True)
+    text = GPU_CHECK.read_text(encoding="utf-8")
+    assert "set -euo pipefail" in text and "MMSPEC_TORCH_DEVICE" in text
+
+
+def test_the_gpu_check_stops_at_once_without_a_usable_python(tmp_path: Path) -> None:
+    result = subprocess.run(
+        ["bash", str(GPU_CHECK)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHON": str(tmp_path / "no-python"), "GPU_CHECK_OUT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "cannot run the check" in result.stderr
+    assert "== verify" not in result.stdout
+
+
 # --- torch ----------------------------------------------------------------------------
 
 
@@ -374,3 +400,27 @@ def test_the_benchmark_runs(tmp_path: Path) -> None:
     assert {r["dtype"] for r in figures["splice"]} == {"bf16", "fp32"}
     assert all(r["torch_gbps"] > 0 and r["ceiling_gbps"] > 0 for r in figures["splice"])
     assert figures["cache"]["encode_over_hit"] > 0
+
+
+@needs_torch
+def test_mmspec_torch_device_puts_the_adapters_tensors_on_the_cpu() -> None:
+    """What benchmarks/gpu_check.sh relies on: DEVICE=cpu becomes MMSPEC_TORCH_DEVICE=cpu,
+    and every component computes there (a GPU machine included)."""
+    script = (
+        "import numpy as np\n"
+        "import adapters.torch as t\n"
+        "from spec.types import WorkerStep\n"
+        "store = t.TorchWorkerStore()\n"
+        "store.execute_step(WorkerStep((), {'h': np.zeros((2, 3), np.float32)}, ()))\n"
+        "print(t.DEVICE, t.ADAPTER.name, store._tensors['h'].device.type,\n"
+        "      t.TorchEncoder(4).device_type)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "MMSPEC_TORCH_DEVICE": "cpu"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.split() == ["cpu", "torch", "(cpu)", "cpu", "cpu"]
