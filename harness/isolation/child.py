@@ -159,7 +159,7 @@ class _Child:
         if reply[0] != "ok" or not names:
             return reply
         target = self.handles[handle]
-        snapshot = {name: self.reply(lambda name=name: getattr(target, name)) for name in names}
+        snapshot = {name: self.reply(lambda name=name: _read(target, name)) for name in names}
         if any(r[0] == "oom" for r in snapshot.values()):
             return ("oom", "MemoryError while reading properties")
         return (*reply, snapshot)
@@ -198,6 +198,13 @@ class _Child:
             return ("oom", f"MemoryError: {e}")
         except BaseException as e:  # noqa: BLE001 - a conversion hook that raises
             return ("bad", f"converting the result raised {type(e).__name__}: {e}")
+
+
+def _read(target: object, name: str) -> object:
+    """A property's value, or an observed query's answer (``"snapshot()"``: called)."""
+    if name.endswith("()"):
+        return getattr(target, name[:-2])()
+    return getattr(target, name)
 
 
 def _components() -> list[str]:

@@ -58,9 +58,22 @@ def extension_protocols(component: str) -> tuple[type, ...]:
     return EXTENSIONS.get(component, ())
 
 
+#: Queries (methods without arguments that only read state) the child answers after every
+#: call on the component too, named ``"snapshot()"``: the engine machines read the
+#: engine's snapshot before and after each step, and a snapshot read before a step is
+#: the one read after the call that ended the last (a third of their round trips).
+OBSERVED_QUERIES: dict[str, tuple[str, ...]] = {"engine_loop": ("snapshot",)}
+
+
+def query_name(method: str) -> str:
+    """How an observed query's answer is keyed among the properties read after a call."""
+    return f"{method}()"
+
+
 def observed_properties(component: str, extras: tuple[str, ...]) -> tuple[str, ...]:
     """The Protocol properties of ``component`` (and of the extension members
-    ``extras``) that the child reads after every call (see :mod:`.child`)."""
+    ``extras``) that the child reads after every call (see :mod:`.child`), and its
+    :data:`OBSERVED_QUERIES` (as :func:`query_name`)."""
     from spec.adapter import COMPONENTS
 
     protocols = dict(COMPONENTS)
@@ -72,4 +85,5 @@ def observed_properties(component: str, extras: tuple[str, ...]) -> tuple[str, .
             for n, d in protocol_members(protocol).items()
             if isinstance(d, property) and n in extras
         ]
+    names += [query_name(q) for q in OBSERVED_QUERIES.get(component, ())]
     return tuple(names)

@@ -27,7 +27,7 @@ from typing import Any, Literal, Union
 
 import numpy as np
 
-from harness.isolation.extensions import extension_protocols
+from harness.isolation.extensions import OBSERVED_QUERIES, extension_protocols, query_name
 from harness.loader import protocol_members
 from spec import errors
 from spec.adapter import COMPONENTS
@@ -226,15 +226,17 @@ def proxy_class(component: str, extras: tuple[str, ...]) -> type[Proxy]:
     protocol = _PROTOCOLS[component]
     members: dict[str, Any] = {"__slots__": (), "_component": component}
     for name, declared in protocol_members(protocol).items():
-        members[name] = _member(protocol, name, declared)
+        members[name] = _member(component, protocol, name, declared)
     for extension in extension_protocols(component):
         for name, declared in protocol_members(extension).items():
             if name in extras:
-                members[name] = _member(extension, name, declared)
+                members[name] = _member(component, extension, name, declared)
     return type(f"Isolated{protocol.__name__}", (Proxy,), members)
 
 
-def _member(protocol: type, name: str, declared: Callable[..., Any] | property) -> Any:
+def _member(
+    component: str, protocol: type, name: str, declared: Callable[..., Any] | property
+) -> Any:
     where = f"{protocol.__name__}.{name}"
     if isinstance(declared, property):
 
@@ -245,10 +247,14 @@ def _member(protocol: type, name: str, declared: Callable[..., Any] | property) 
 
         return property(read, doc=declared.__doc__)
 
+    query = name in OBSERVED_QUERIES.get(component, ())
+
     def method(self: Proxy, *args: Any, **kwargs: Any) -> Any:
         def check(value: Any) -> None:
             conforms(value, _hints(protocol, name), f"{where}(...)")
 
+        if query and not args and not kwargs:  # answered with the last call, if fresh
+            return self._channel.get(self, query_name(name), check)
         return self._channel.call(self, name, args, kwargs, check)
 
     method.__name__ = name

@@ -324,7 +324,12 @@ class IsolatedSession:
         if fresh is not None and fresh[0] == self._stamp and member in fresh[1]:
             if self._death is not None:
                 raise ImplementationDied(self._death)
-            return self._decoded(fresh[1].pop(member), None, check)
+            # a property is served once (a second read asks, as in process); a query's
+            # answer stands while nothing is sent to the child, which alone changes it
+            answer = fresh[1][member] if member.endswith("()") else fresh[1].pop(member)
+            return self._decoded(answer, None, check)
+        if member.endswith("()"):  # an observed query not read since the last call: ask
+            return self.call(proxy, member[:-2], (), {}, check)
         return self._decoded(self._request("get", proxy._handle, member), None, check)
 
     def _remember(self, proxy: Proxy, reply: Any) -> None:
