@@ -4,7 +4,11 @@ implementation and passes on the reference."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,12 +16,26 @@ import pytest
 
 from harness.grading.counterexample import narration, numbered, parse_blob
 from harness.grading.recording import Call, Construction, Returned, recording_parts
-from harness.grading.replay_runtime import Labels, Mismatch, expect, normal, raises, show
+from harness.grading.replay_runtime import (
+    CANNOT_RUN,
+    CRASHED,
+    NOT_REPLAYED,
+    PASSED,
+    REPRODUCED,
+    Labels,
+    Mismatch,
+    expect,
+    normal,
+    raises,
+    show,
+)
 from harness.grading.reproducer import (
     ScriptContext,
     Unrenderable,
+    Verification,
     _apply,
     _Literals,
+    _runtime_source,
     build_script,
     oracle_outcomes,
     verify_script,
@@ -269,6 +287,98 @@ def test_a_script_reproduces_on_the_buggy_build_and_passes_on_the_reference() ->
     on_reference = script.replace("'adapters.zoo.spl_broadcast_single_row'", "'reference'")
     fixed = verify_script(on_reference, "repro_test.py")
     assert not fixed.reproduces, fixed
+
+
+#: Adapters for the outcomes of a reproducer other than REPRODUCED and passing.
+_OUTCOME_ADAPTERS = {
+    "broken.py": "raise ImportError('no such engine')\n",
+    "crashing.py": (
+        "from spec.adapter import Adapter\n"
+        "def splice():\n"
+        "    raise RuntimeError('the splice could not start')\n"
+        "ADAPTER = Adapter(name='crashing', splice=splice)\n"
+    ),
+    "exiting.py": (
+        "import sys\n"
+        "from spec.adapter import Adapter\n"
+        "class Splice:\n"
+        "    def merge(self, *args):\n"
+        "        sys.exit(0)\n"
+        "ADAPTER = Adapter(name='exiting', splice=Splice)\n"
+    ),
+}
+
+
+def _run_script(
+    script: Path, *args: str, home: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a reproducer as a student would: from its folder, outside the checkout."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MMSPEC_HOME", "PYTHONPATH")}
+    env.update({"MMSPEC_HOME": home} if home else {})
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=script.parent, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_each_outcome_of_a_reproducer_has_its_own_exit_status(tmp_path: Path) -> None:
+    # issue 32, item 4: a reproducer exited 1 for REPRODUCED, for an uncaught traceback
+    # and for "not an mmspec checkout"; each outcome now has its own documented status
+    script = tmp_path / "repro_test.py"
+    script.write_text(_script_for_broadcasting_splice(), encoding="utf-8")
+    for name, source in _OUTCOME_ADAPTERS.items():
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    runs = {
+        "reproduced": (_run_script(script), REPRODUCED, "\nREPRODUCED: step 1: "),
+        "fixed": (_run_script(script, "reference"), PASSED, "All 1 checked steps gave"),
+        "--help": (_run_script(script, "--help"), PASSED, "NOT REPLAYED: a call checked"),
+        "two adapters": (_run_script(script, "a.py", "b.py"), CANNOT_RUN, "usage: python"),
+        "no checkout": (
+            _run_script(script, home=str(tmp_path)), CANNOT_RUN, "is not an mmspec checkout"
+        ),
+        "an adapter that does not load": (
+            _run_script(script, "broken.py"), CANNOT_RUN, "cannot load the adapter 'broken.py'"
+        ),
+        "a crash outside any step": (
+            _run_script(script, "crashing.py"), CRASHED, "RuntimeError: the splice could not"
+        ),
+        "sys.exit in the implementation": (
+            _run_script(script, "exiting.py"), CRASHED, "STOPPED: something called sys.exit()"
+        ),
+    }
+    for outcome, (done, status, says) in runs.items():
+        assert done.returncode == status, (outcome, done.stdout[-1500:], done.stderr[-1500:])
+        assert says in done.stdout + done.stderr, (outcome, done.stdout[-1500:], done.stderr)
+    statuses = (PASSED, REPRODUCED, CANNOT_RUN, CRASHED, NOT_REPLAYED)
+    documented = runs["--help"][0].stdout
+    assert all(f"\n    {status}  " in documented for status in statuses), documented
+    # the fifth: a call checked against the graded run (an engine loop's) gave another value
+    diverging = tmp_path / "repro_diverging.py"
+    diverging.write_text(
+        _runtime_source() + "\ninstall()\n"
+        "with as_graded(1, 'engine.step()', ('returns', 1), 'SYS-3: re-encodes A') as got:\n"
+        "    got.value = 2\n",
+        encoding="utf-8",
+    )
+    done = _run_script(diverging)
+    assert done.returncode == NOT_REPLAYED and "\nNOT REPLAYED: step 1" in done.stderr, done
+
+
+def test_the_grader_reads_each_status_of_a_reproducer(tmp_path: Path) -> None:
+    # what verify_script reports for the outcomes that are not REPRODUCED
+    for name, source in _OUTCOME_ADAPTERS.items():
+        (tmp_path / name).write_text(source, encoding="utf-8")
+    script = _script_for_broadcasting_splice()
+
+    def against(ref: str) -> Verification:
+        graded = script.replace("'adapters.zoo.spl_broadcast_single_row'", repr(ref))
+        return verify_script(graded, "repro_test.py", cwd=str(tmp_path))
+
+    broken, crashing, exiting = (against(name) for name in _OUTCOME_ADAPTERS)
+    assert broken.detail.startswith("did not reproduce: it could not run: cannot load the adapter")
+    assert crashing.detail.startswith("did not reproduce: it stopped with RuntimeError: the splice")
+    assert exiting.detail.startswith("did not reproduce: it stopped with STOPPED: something")
+    assert not any(v.reproduces or v.completed for v in (broken, crashing, exiting))
 
 
 def test_ordered_dicts_render_as_dicts() -> None:

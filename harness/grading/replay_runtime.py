@@ -5,7 +5,9 @@ minimal failing test case, and after each call states what the specification exp
 (:func:`expect`, :func:`raises`). It must run on a student's machine without Hypothesis
 and without this package, so this module imports only the standard library and numpy,
 and :func:`normal` is the one definition of "the same result" for the grader (which
-computes the expectations) and for the script (which checks them).
+computes the expectations) and for the script (which checks them). Every way a script
+ends gives one exit status per outcome (:data:`PASSED` ... :data:`NOT_REPLAYED`,
+:func:`finish`), which the grader reads back.
 
 Results are compared in a plain form (:func:`normal`): sequences as lists, sets and
 mappings sorted, dataclasses as their fields, arrays as shape, dtype, values and a
@@ -16,12 +18,13 @@ distinct value becomes ``<hash #n>``, numbered in order of first appearance, so 
 script checks that the implementation repeats and distinguishes values exactly where
 the specification does.
 
-Over 400 lines (450) because every reproducer script embeds this file verbatim (standard
+Over 400 lines (483) because every reproducer script embeds this file verbatim (standard
 library and numpy only), so it stays one file.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import hashlib
 import math
@@ -32,7 +35,7 @@ import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -428,25 +431,53 @@ def tolerate(step: int, call: str) -> Iterator[None]:
         print(f"step {step}: {call} raised {type(e).__name__}: {e} (not checked)")
 
 
+#: The script's exit statuses, one per outcome (its docstring lists them; the grader
+#: reads them, harness/grading/reproducer.py).
+PASSED = 0  # it ran to its end: every checked step gave what the specification expects
+REPRODUCED = 1  # a step gave something else: the failure reproduces
+CANNOT_RUN = 2  # no mmspec checkout, an adapter that does not load, or bad usage
+CRASHED = 3  # an exception outside any checked step, or an exit before the script's end
+NOT_REPLAYED = 4  # a call checked against the graded run gave something else
+
+
+def finish(status: int, message: str = "") -> NoReturn:
+    """End the script with ``status`` (``message`` on stderr first). Through ``os._exit``,
+    so that nothing after it changes what the status says: Python's own status for an
+    uncaught exception is 1, which here means REPRODUCED."""
+    if message:
+        print(message, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def _report_mismatch(
     kind: type[BaseException], error: BaseException, trace: TracebackType | None
 ) -> None:
     """Print a :class:`Mismatch` as its message alone (the runtime's frames are noise),
-    after the traceback of the exception behind it, if any (where to look)."""
+    after the traceback of the exception behind it, if any (where to look); any other
+    exception as a traceback. Then end with the status that says which it was."""
     if isinstance(error, Mismatch):
         cause = error.__cause__
         if cause is not None and not isinstance(cause, Mismatch):
             print(f"The exception behind step {error.step}:", file=sys.stderr)
             traceback.print_exception(cause, file=sys.stderr)
-        print(f"\nREPRODUCED: {error}", file=sys.stderr)
-        return
+        finish(REPRODUCED, f"\nREPRODUCED: {error}")
     if isinstance(error, Diverged):
-        print(f"\nNOT REPLAYED: {error}", file=sys.stderr)
-        return
+        finish(NOT_REPLAYED, f"\nNOT REPLAYED: {error}")
     sys.__excepthook__(kind, error, trace)
+    finish(CRASHED)
+
+
+def _exited_early() -> None:
+    """At an exit that is not :func:`finish` (``sys.exit`` in the code under test, say):
+    the script stopped before its end, which is no verdict (status 0 would say it
+    passed)."""
+    finish(CRASHED, "\nSTOPPED: something called sys.exit() before the script's end")
 
 
 def install() -> None:
-    """Make an uncaught :class:`Mismatch` (or :class:`Diverged`) print as its message
-    (exit status 1)."""
+    """Make an uncaught :class:`Mismatch` (or :class:`Diverged`) print as its message,
+    and every way the script can end give the status of what happened."""
     sys.excepthook = _report_mismatch
+    atexit.register(_exited_early)

@@ -25,7 +25,7 @@ Every call is a step inside an expectation (``check``, ``raises``, ``builds``): 
 that raises where a result is expected is a mismatch, and a probe meant to raise (an
 invalid configuration) is replayed inside ``raises`` even when the reference builds it.
 
-Over 400 lines (1050) because one pass from a call log to a script (literals, object
+Over 400 lines (1106) because one pass from a call log to a script (literals, object
 identities, graded checks, verification); its parts share the log's state.
 """
 
@@ -60,7 +60,17 @@ from harness.grading.recording import (
     Write,
     var_of,
 )
-from harness.grading.replay_runtime import THE_RUN, Labels, graded_form, normal
+from harness.grading.replay_runtime import (
+    CANNOT_RUN,
+    CRASHED,
+    NOT_REPLAYED,
+    PASSED,
+    REPRODUCED,
+    THE_RUN,
+    Labels,
+    graded_form,
+    normal,
+)
 from harness.grading.report_text import printable
 from harness.isolation.supervisor import Limits, describe_exit
 from harness.names import IMPORT_ROOT, INSTALLED, PREFIX
@@ -453,7 +463,7 @@ def build_script(
         .replace("@REFERENCE@", repr(PREFIX + "reference.adapter")),
         "",
         "install()",
-        f"ADAPTER = load_adapter(sys.argv[1] if len(sys.argv) > 1 else {context.adapter_ref!r})",
+        f"ADAPTER = load_adapter(adapter_ref({context.adapter_ref!r}))",
     ]
     if literals.uses_reference:
         lines.append('REFERENCE = load_adapter("reference")  # components the adapter lacks')
@@ -461,6 +471,7 @@ def build_script(
     lines.append(
         f'print("\\nAll {step} checked steps gave what the specification expects.")'
     )
+    lines.append("finish(PASSED)")
     return "\n".join(lines) + "\n", step
 
 
@@ -756,12 +767,27 @@ def _header(context: ScriptContext, steps: int, own_engine: bool = False) -> str
             *(_OWN_ENGINE if own_engine else ()),
             "",
             *(_RUN_INSTALLED if INSTALLED else _RUN_CHECKOUT),
-            "The failure reproduces when it stops at a step with 'REPRODUCED' (exit status",
-            "1); once fixed, it runs to the end. To replay the property itself:",
+            "The failure reproduces when it stops at a step with 'REPRODUCED'; once fixed,",
+            "it runs to the end. Its exit status says which happened:",
+            *_STATUSES,
+            "To replay the property itself:",
             "    " + _docstring_safe(context.command),
             '"""',
         ]
     )
+
+
+#: The exit statuses of a script (replay_runtime.PASSED, ...), as its docstring (and so
+#: its --help) lists them.
+_STATUSES = (
+    f"    {PASSED}  it ran to its end: every checked step gave what the specification expects",
+    f"    {REPRODUCED}  REPRODUCED: a step gave something else (the failure reproduces)",
+    f"    {CANNOT_RUN}  it cannot run here: no mmspec checkout, an adapter that does not load,",
+    "       or bad usage",
+    f"    {CRASHED}  it stopped outside any checked step: an exception (its traceback is",
+    "       printed), or something called sys.exit()",
+    f"    {NOT_REPLAYED}  NOT REPLAYED: a call checked against the graded run gave something else",
+)
 
 
 _NEEDS_CHECKOUT = (
@@ -772,6 +798,7 @@ _RUN_CHECKOUT = (
     "folder above it or the current one, else the checkout that wrote it):",
     "    python THIS_FILE.py [path/to/your/adapter.py]",
     "    MMSPEC_HOME=/path/to/mmspec python THIS_FILE.py ...   # on another machine",
+    "    python THIS_FILE.py --help                            # this text",
 )
 _NEEDS_INSTALLED = (
     "only numpy and the installed mmspec's spec (and its reference for components you",
@@ -783,6 +810,7 @@ _RUN_INSTALLED = (
     "imports, else the one that wrote it):",
     "    python THIS_FILE.py [path/to/your/adapter.py]",
     "    MMSPEC_HOME=/folder/holding/mmspec python THIS_FILE.py ...   # another copy",
+    "    python THIS_FILE.py --help                                   # this text",
 )
 
 _OWN_ENGINE = (
@@ -833,7 +861,8 @@ def checkout() -> Path:
     where = os.path.join(PACKAGE, "spec", "SPEC.md")
     if home:
         if not is_checkout(Path(home)):
-            sys.exit(f"MMSPEC_HOME={home} is not an mmspec checkout (it has no {where})")
+            not_one = f"MMSPEC_HOME={home} is not an mmspec checkout (it has no {where})"
+            finish(CANNOT_RUN, not_one)
         return Path(home).resolve()
     for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
         for folder in (start, *start.parents):
@@ -844,15 +873,36 @@ def checkout() -> Path:
         return Path(found.origin).resolve().parents[1]
     if is_checkout(Path(WRITTEN_IN)):
         return Path(WRITTEN_IN)
-    sys.exit(
+    finish(
+        CANNOT_RUN,
         "cannot find the mmspec checkout: run this script inside one, "
-        "or set MMSPEC_HOME=/path/to/mmspec"
+        "or set MMSPEC_HOME=/path/to/mmspec",
     )
 
 
+def adapter_ref(graded: str) -> str:
+    """The adapter to replay against: the script's one argument, else the graded one."""
+    given = sys.argv[1:]
+    if given[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        finish(PASSED)
+    if len(given) > 1:
+        finish(CANNOT_RUN, f"usage: python {sys.argv[0]} [path/to/your/adapter.py] (or --help)")
+    return given[0] if given else graded
+
+
 def load_adapter(ref: str) -> Any:
-    """ADAPTER of a module name, a .py file or a package directory."""
+    """ADAPTER of a module name, a .py file or a package directory (or exit CANNOT_RUN,
+    with why)."""
     root = str(checkout())
+    try:
+        return import_adapter(ref, root)
+    except Exception:
+        traceback.print_exc()
+        finish(CANNOT_RUN, f"cannot load the adapter {ref!r} (the traceback above says why)")
+
+
+def import_adapter(ref: str, root: str) -> Any:
     if root not in sys.path:
         sys.path.insert(0, root)
     STAND_IN_FOLDERS.append(os.path.realpath(os.path.join(root, PACKAGE, "reference")))
@@ -996,20 +1046,22 @@ def _judge(
         return Verification(
             False, None, f"did not reproduce: it ran past the time limit of {seconds:g} s{after}"
         )
-    if code == 0:
+    if code == PASSED:
         return Verification(False, None, "it ran to the end without a mismatch", completed=True)
-    if code == 1 and _REPRODUCED in stderr:
+    if code == REPRODUCED and _REPRODUCED in stderr:
         detail = untrusted_text(stderr.rsplit(_REPRODUCED, 1)[1])
         step = re.match(r"step (\d+)", detail)
         by_stand_in = f"\n  {THE_RUN} gave:" in detail
         return Verification(True, int(step.group(1)) if step else None, detail, False, by_stand_in)
-    if code == 1 and _NOT_REPLAYED in stderr:
+    if code == NOT_REPLAYED and _NOT_REPLAYED in stderr:
         detail = untrusted_text(stderr.rsplit(_NOT_REPLAYED, 1)[1])
         return Verification(False, None, "did not replay the graded run: " + detail)
     last = [line.strip() for line in stderr.splitlines() if line.strip()]
     if code < 0:
         how = describe_exit(code, limits)
-    elif last:
+    elif code == CANNOT_RUN and last:
+        how = f"it could not run: {last[-1]}"
+    elif last:  # CRASHED, or a status no script gives (the code under test exited)
         how = f"it stopped with {last[-1]}"
     else:
         how = f"it exited with status {code}"
