@@ -103,26 +103,30 @@ def ecm3_check_answer(label: str, item: MultiModalItem, got: bool, ref: Referenc
     )
 
 
+# Each checker reads a property of the cache once, for its condition and its message: a
+# read is a round trip to an isolated implementation.
+
+
 def ecm3_hit_references(cache: EncoderCacheManager, req: RequestView, item: MultiModalItem) -> None:
+    cached, freeable = cached_of(cache), list(cache.freeable)
     check(
-        req.request_id in cached_of(cache).get(item.mm_hash, set())
-        and item.mm_hash not in cache.freeable,
+        req.request_id in cached.get(item.mm_hash, set()) and item.mm_hash not in freeable,
         "ECM-3",
         f"after a hit, {req.request_id} must reference {item.mm_hash} and it "
-        f"must leave freeable; cached={cached_of(cache)}, "
-        f"freeable={list(cache.freeable)}",
+        f"must leave freeable; cached={cached}, freeable={freeable}",
     )
 
 
 def ecm3_allocated_references(
     cache: EncoderCacheManager, req: RequestView, input_id: int, item: MultiModalItem
 ) -> None:
+    cached = cached_of(cache)
     check(
-        req.request_id in cached_of(cache).get(item.mm_hash, set())
+        req.request_id in cached.get(item.mm_hash, set())
         and input_id in cache.get_cached_input_ids(req),
         "ECM-3",
         f"after allocate, {req.request_id} must reference {item.mm_hash} through "
-        f"item {input_id}; cached={cached_of(cache)}",
+        f"item {input_id}; cached={cached}",
     )
 
 
@@ -135,12 +139,16 @@ def ecm3_cached(cache: EncoderCacheManager, model: EncoderCacheModel) -> None:
     )
 
 
-def ecm3_listing(
-    cache: EncoderCacheManager, model: EncoderCacheModel, req: RequestView, when: str
-) -> None:
-    """``get_cached_input_ids`` lists every item holding a reference and nothing whose
-    hash is not held (other items of held hashes may be listed)."""
-    got = set(cache.get_cached_input_ids(req))
+def listed_input_ids(cache: EncoderCacheManager, req: RequestView) -> set[int]:
+    """What ``get_cached_input_ids`` lists for ``req``: read once, judged by every
+    checker of it (ECM-3's listing, ECM-6's coverage)."""
+    return set(cache.get_cached_input_ids(req))
+
+
+def ecm3_listing(model: EncoderCacheModel, req: RequestView, got: set[int], when: str) -> None:
+    """``get_cached_input_ids`` (``got``: :func:`listed_input_ids`) lists every item
+    holding a reference and nothing whose hash is not held (other items of held hashes
+    may be listed)."""
     want = model.cached_input_ids(req.request_id)
     allowed = {i for i, item in enumerate(req.items) if item.mm_hash in model.sizes}
     check(
@@ -169,19 +177,20 @@ def ecm4_verdict(
 def ecm4_refusal_changes_nothing(
     cache: EncoderCacheManager, label: str, before: tuple[Any, ...]
 ) -> None:
+    after = snapshot(cache)
     check(
-        snapshot(cache) == before,
+        after == before,
         "ECM-4",
-        f"{label}: can_allocate returned False but changed the cache: "
-        f"{before} -> {snapshot(cache)}",
+        f"{label}: can_allocate returned False but changed the cache: {before} -> {after}",
     )
 
 
 def ecm4_grant_leaves_room(cache: EncoderCacheManager, label: str, n: int, planned: int) -> None:
+    free = cache.num_free_slots
     check(
-        n + planned <= cache.num_free_slots,
+        n + planned <= free,
         "ECM-4",
-        f"{label}: can_allocate returned True, but only {cache.num_free_slots} "
+        f"{label}: can_allocate returned True, but only {free} "
         f"slots are free for {n} + {planned} planned embeddings",
     )
 
@@ -212,12 +221,12 @@ def ecm5_evicts_exactly(
 def ecm6_request_keeps_reference(
     cache: EncoderCacheManager, label: str, rid: str, h: str
 ) -> None:
+    cached, freeable = cached_of(cache), list(cache.freeable)
     check(
-        rid in cached_of(cache).get(h, set()) and h not in cache.freeable,
+        rid in cached.get(h, set()) and h not in freeable,
         "ECM-6",
         f"{label} is released while {rid} still has another item with {h}: "
-        f"{rid} must keep referencing {h}; cached={cached_of(cache)}, "
-        f"freeable={list(cache.freeable)}",
+        f"{rid} must keep referencing {h}; cached={cached}, freeable={freeable}",
     )
 
 
@@ -226,10 +235,9 @@ def ecm6_freed_references_nothing(cache: EncoderCacheManager, rid: str) -> None:
     check(not still, "ECM-6", f"request {rid} was freed but still references {still}")
 
 
-def ecm6_items_covered(
-    cache: EncoderCacheManager, model: EncoderCacheModel, req: RequestView
-) -> None:
-    got = set(cache.get_cached_input_ids(req))
+def ecm6_items_covered(model: EncoderCacheModel, req: RequestView, got: set[int]) -> None:
+    """Every item carrying a hash the request references is listed (``got``:
+    :func:`listed_input_ids`)."""
     want = model.cached_input_ids(req.request_id)
     # An item left out although another item with its hash is listed: the
     # reference does not cover every item carrying the hash (ECM-6).

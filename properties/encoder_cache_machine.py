@@ -54,6 +54,7 @@ from properties.encoder_cache_invariants import (
     ecm7_drain,
     ecm8_bookkeeping,
     ecm9_reset_forgets,
+    listed_input_ids,
     snapshot,
 )
 from properties.encoder_cache_narration import (
@@ -361,7 +362,9 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
                 ecm2_released_is_newest(self.cache, self.model, label, h)
             else:
                 note(f"{label} is released; other requests still reference {h}")
-            ecm3_listing(self.cache, self.model, req, f"after {label} is released")
+            ecm3_listing(
+                self.model, req, listed_input_ids(self.cache, req), f"after {label} is released"
+            )
 
         @precondition(lambda self: bool(self.model.uses))
         @rule(data=st.data())
@@ -395,7 +398,10 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             ecm2_free_appends(rid, old_order, impl_order, newly)
             self.model.adopt_release_order(impl_order[len(old_order) :])
             ecm6_freed_references_nothing(self.cache, rid)
-            ecm3_listing(self.cache, self.model, req, f"after request {rid} finishes")
+            ecm3_listing(
+                self.model, req, listed_input_ids(self.cache, req),
+                f"after request {rid} finishes",
+            )
 
         def do_drain(self) -> None:
             """get_freed_mm_hashes in lockstep (ECM-7)."""
@@ -459,8 +465,9 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             ecm1_slots(self.model, free, freeable_slots)
             ecm3_cached(self.cache, self.model)
             for req in self.requests:
-                ecm6_items_covered(self.cache, self.model, req)
-                ecm3_listing(self.cache, self.model, req, "now")
+                listed = listed_input_ids(self.cache, req)
+                ecm6_items_covered(self.model, req, listed)
+                ecm3_listing(self.model, req, listed, "now")
             ecm2_freeable_order(self.cache, self.model)
             if self.bookkeeping:
                 ecm8_bookkeeping(self.cache, self.model)
