@@ -42,7 +42,7 @@ list: $(VENV)/.installed
 # The tests run in JOBS processes (pytest-xdist), a test file to a worker (module fixtures
 # such as an unpacked vLLM tree are built once); the kill matrix runs JOBS entries at once.
 test: $(VENV)/.installed fuzz-setup
-	$(RUN) -m pytest -q -n $(JOBS) --dist loadfile --durations=15
+	$(RUN) -m pytest -q -rs -n $(JOBS) --dist loadfile --durations=15
 	$(RUN) -m harness.kill_matrix --jobs $(JOBS)
 	$(MAKE) --no-print-directory typecheck lint
 

@@ -125,6 +125,11 @@ needs_crosshair = pytest.mark.skipif(
     not crosshair_available(),
     reason="CrossHair is installed in .venv-crosshair only: `make crosshair-ci` runs these",
 )
+#: The tests of what a user without CrossHair sees: nothing to do where it is installed.
+WITHOUT_CROSSHAIR = (
+    "CrossHair is installed here, and this test checks the message shown without it"
+    " (nothing to do: the plain .venv runs it)"
+)
 
 #: CI's short run on the reference: this fraction of each contract's iteration bound.
 SHORT_SCALE = 0.25
@@ -201,7 +206,7 @@ def test_crosshair_profile_catches_a_zoo_entry() -> None:
     assert [row.verdict for row in report.rows] == [Verdict.FAIL]
 
 
-@pytest.mark.skipif(crosshair_available(), reason="hypothesis-crosshair is installed here")
+@pytest.mark.skipif(crosshair_available(), reason=WITHOUT_CROSSHAIR)
 def test_crosshair_profile_without_the_backend_says_how_to_get_it() -> None:
     from harness import profiles
 
@@ -229,7 +234,7 @@ def test_cli_rejects_an_unknown_contract_and_a_bad_adapter(
     assert "cannot load adapter" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(crosshair_available(), reason="CrossHair is installed here")
+@pytest.mark.skipif(crosshair_available(), reason=WITHOUT_CROSSHAIR)
 def test_cli_without_crosshair_says_how_to_get_it(capsys: pytest.CaptureFixture[str]) -> None:
     from contracts.__main__ import main
 
@@ -237,7 +242,7 @@ def test_cli_without_crosshair_says_how_to_get_it(capsys: pytest.CaptureFixture[
     assert "make crosshair" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(crosshair_available(), reason="hypothesis-crosshair is installed here")
+@pytest.mark.skipif(crosshair_available(), reason=WITHOUT_CROSSHAIR)
 def test_verify_with_the_crosshair_profile_without_the_backend_is_a_usage_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -186,7 +186,8 @@ def test_setup_refuses_an_unsupported_or_unpinned_python(bundle: Path, tmp_path:
 
 @pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("setpriv") is None,
-    reason="the bundle's sandbox is set up by root (as on Gradescope), with setpriv",
+    reason="the bundle's sandbox is set up by root (as on Gradescope), with setpriv:"
+    " run this test as root on a machine with util-linux's setpriv (CI does)",
 )
 def test_with_the_default_setup_a_submission_cannot_reach_the_grader(
     bundle: Path, scratch: Path, monkeypatch: pytest.MonkeyPatch

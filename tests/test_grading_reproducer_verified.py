@@ -85,7 +85,7 @@ TORCH_SAMPLE: tuple[tuple[str, tuple[str, ...]], ...] = (
 def test_a_method_the_reference_lacks_reproduces_by_its_graded_result(
     name: str, only: tuple[str, ...], tmp_path: Path
 ) -> None:
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="torch is not installed: run `make torch` (its extra)")
     test_every_reproducer_written_ends_in_reproduced_from_outside_the_checkout(
         name, only, tmp_path
     )

@@ -292,7 +292,7 @@ def test_the_cpu_and_per_property_limits(name: str, limits: Limits, reason: str)
     assert expansion.score == 5, expansion.summary
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make: install GNU make")
 @pytest.mark.parametrize(
     ("name", "status"), [("lying_str", 0), ("mutate_inputs", 0), ("import_interrupt", 2)]
 )

@@ -29,7 +29,7 @@ PROVIDED = ("PFX-1", "PFX-2", "PFX-4", "PFX-5", "PFX-6",
 def _unavailable(reason: str) -> None:
     if REQUIRED:
         pytest.fail(f"MMSPEC_REQUIRE_SGLANG=1 but {reason}")
-    pytest.skip(reason)
+    pytest.skip(f"{reason}: `make verify-sglang-ci` runs these (docs/sglang.md)")
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_splice_keeps_the_last_rows_given_too_many(adapter: ModuleType) -> None:
     import numpy as np
 
     if adapter.ADAPTER.splice is None:
-        pytest.skip("this release has no splice function (0.5.3)")
+        pytest.skip("this release has no splice function (0.5.3): nothing to check, nothing to do")
     first = np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
     second = np.array([[4.0], [5.0]], dtype=np.float32)
     out = adapter.ADAPTER.splice().merge(

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TORCH_PACKAGE = ROOT / "adapters" / "torch"
 TORCH_ZOO = sorted((ROOT / "adapters" / "zoo").glob("torch_*.py"))
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed (the torch extra)")
+NO_TORCH = "torch is not installed: run `make torch` (the torch extra)"
+needs_torch = pytest.mark.skipif(not HAS_TORCH, reason=NO_TORCH)
 
 
 def _python(script: str) -> str:
@@ -202,7 +203,7 @@ def test_the_gpu_check_stops_at_once_without_a_usable_python(tmp_path: Path) -> 
 @pytest.fixture(scope="module")
 def torch_modules() -> dict[str, Any]:
     if not HAS_TORCH:
-        pytest.skip("torch is not installed (the torch extra)")
+        pytest.skip(NO_TORCH)
     return {
         "torch": importlib.import_module("torch"),
         "device": importlib.import_module("adapters.torch.device"),

@@ -33,7 +33,7 @@ REQUIRED = os.environ.get("MMSPEC_REQUIRE_VLLM") == "1"
 def _unavailable(reason: str) -> None:
     if REQUIRED:
         pytest.fail(f"MMSPEC_REQUIRE_VLLM=1 but {reason}")
-    pytest.skip(reason)
+    pytest.skip(f"{reason}: `make verify-vllm-ci` runs these (docs/vllm.md)")
 
 
 def vllm_tree(version: str) -> Path:
@@ -152,7 +152,10 @@ def test_a_path_that_is_no_vllm_tree_is_refused(tmp_path: Path) -> None:
 
 def test_without_vllm_the_adapter_fails_to_load_with_one_clear_line() -> None:
     if importlib.util.find_spec("vllm") is not None:
-        pytest.skip("vllm is installed in this environment")
+        pytest.skip(
+            "vllm is installed in this environment, and this test checks the message shown"
+            " without it (nothing to do: the plain .venv runs it)"
+        )
     probe = (
         "from harness.loader import AdapterLoadError, load_adapter\n"
         "try:\n    load_adapter('adapters/vllm')\n"

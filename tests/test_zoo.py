@@ -22,13 +22,21 @@ ENTRIES = discover()
 RUNNABLE = [e for e in ENTRIES if e.needs is None]
 
 
+def _needs(module: str) -> str:
+    """Why an entry is skipped, and what installs what it needs."""
+    how = "run `make torch` (the torch extra)" if module.split(".")[0] == "torch" else (
+        f"install {module.split('.')[0]} into .venv"
+    )
+    return f"needs {module}, not installed: {how}"
+
+
 @pytest.mark.parametrize(
     "entry",
     [
         pytest.param(
             e,
             id=e.short_name,
-            marks=[pytest.mark.skip(reason=f"needs {e.needs}, not installed")] if e.needs else [],
+            marks=[pytest.mark.skip(reason=_needs(e.needs))] if e.needs else [],
         )
         for e in ENTRIES
     ],
