@@ -61,8 +61,8 @@ def _explanation(report: Report, row: ClauseRow, replay_options: str) -> str:
             lines += ["counterexample:", *(f"  {p}" for p in failure["counterexample"])]
         lines.append(f"replay: {failure['replay']}")
     result = report.results.get(row.property)
-    if not lines[2:] and result is not None and result.detail:
-        lines.append(f"why: {result.detail}")
+    if not lines[2:] and result is not None and result.run_detail():
+        lines.append(f"why: {result.run_detail()}")
     return "\n".join(lines)
 
 
@@ -100,7 +100,8 @@ def junit_xml(report: Report, replay_options: str = "") -> str:
             element = ET.SubElement(case, tag, message=xml_text(message), type=row.verdict.value)
             element.text = xml_text(_explanation(report, row, replay_options))
         elif row.verdict is not Verdict.PASS:
-            reason = f"{row.verdict.value}: {row.implementations}"
+            why = result.why_not_provided().get(row.clause) if result is not None else None
+            reason = f"{row.verdict.value}: {why or row.implementations}"
             ET.SubElement(case, "skipped", message=xml_text(reason))
     ET.SubElement(suite, "system-out").text = xml_text(identity_line())
     ET.SubElement(suite, "system-err").text = ""

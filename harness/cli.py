@@ -342,7 +342,7 @@ def _progress(index: int, total: int, name: str, result: PropertyResult | None) 
     # a heartbeat closed the line: the verdict gets a line of its own
     lead = "" if _open else f"[{index}/{total}] {name}:"
     _open.clear()
-    print(f"{lead} {result.verdict.value} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
+    print(f"{lead} {result.verdict_text()} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
 
 
 def _heartbeat(line: str) -> None:

@@ -179,7 +179,8 @@ def test_clause(
          ("mmspec_profile", report.profile)]
     )
     if row.verdict is Verdict.NOT_PROVIDED:
-        pytest.skip(f"{clause}: not provided by {report.adapter_name} ({row.implementations})")
+        why = report.results[name].why_not_provided().get(clause, row.implementations)
+        pytest.skip(f"{clause}: not provided by {report.adapter_name} ({why})")
     if row.verdict not in ACCEPTED:
         pytest.fail(f"{clause} {row.verdict.value}\n\n{render(report)}", pytrace=False)
 

@@ -3,7 +3,9 @@
 Layout: a header naming the adapter and the implementation behind every component; one
 table row per (clause, property); for every FAIL, ERROR or VACUOUS a section with the
 clause's statement and production symptom (from SPEC.md), the message, the minimal
-counterexample and how to replay it; then one summary line. Everything but the summary
+counterexample and how to replay it (a property whose every clause is "not provided"
+judged nothing: no section); a line per property with "not provided" rows, saying why,
+clause by clause; then one summary line. Everything but the summary
 line is a function of the adapter and the profile, so two runs can be diffed.
 """
 
@@ -15,7 +17,7 @@ import hypothesis
 import numpy
 
 from harness.names import COMMAND
-from harness.runner import Failure, PropertyResult, Report, Verdict
+from harness.runner import Failure, PropertyResult, Report, Verdict, reasons_in_words
 from spec.clauses import load_clauses, mmspec_version, spec_digest
 
 _HEADERS = ("clause", "property", "examples", "verdict", "implementation")
@@ -28,8 +30,13 @@ def render(report: Report, replay_options: str = "") -> str:
     lines = _header(report)
     lines += ["", *_table(report)]
     for result in report.results.values():
-        if result.verdict in _NEEDS_SECTION or result.set_aside:
+        # a property whose every clause is "not provided" judged nothing: its rows say so
+        judged = bool(result.judged or result.failures)
+        if (result.verdict in _NEEDS_SECTION and judged) or result.set_aside:
             lines += ["", *_section(report, result, replay_options)]
+    lacking = _not_provided(report)
+    if lacking:
+        lines += ["", "== not provided ==", *lacking]
     missing = [row for row in report.rows if row.verdict is Verdict.MISSING]
     if missing:
         lines += ["", "== missing property =="]
@@ -97,12 +104,36 @@ def _table(report: Report) -> list[str]:
     return [line(_HEADERS), line(["-" * w for w in widths]), *(line(c) for c in cells)]
 
 
+def _not_provided(report: Report) -> list[str]:
+    """One line per property with "not provided" rows: why, clause by clause."""
+    lines = []
+    for name, result in report.results.items():
+        clauses = [
+            row.clause
+            for row in report.rows
+            if row.property == name and row.verdict is Verdict.NOT_PROVIDED
+        ]
+        if not clauses:
+            continue
+        why = result.why_not_provided()
+        if result.verdict is Verdict.NOT_PROVIDED:
+            lines.append(f"{name} ({', '.join(clauses)}): {result.detail}")
+        else:
+            reasons = reasons_in_words((c, why.get(c, result.detail)) for c in clauses)
+            lines.append(f"{name}: {reasons}")
+    return lines
+
+
 def _section(report: Report, result: PropertyResult, replay_options: str = "") -> list[str]:
-    clauses = ", ".join(result.clauses)
-    lines = [f"== {result.verdict.value} {result.name} ({clauses}) =="]
+    judged = result.judged or result.clauses
+    lines = [f"== {result.verdict.value} {result.name} ({', '.join(judged)}) =="]
+    if len(judged) < len(result.clauses):
+        reasons = result.why_not_provided()
+        lacking = ((c, reasons.get(c, "")) for c in result.clauses if c not in judged)
+        lines.append(f"not provided: {reasons_in_words(lacking)}")
     if result.verdict is Verdict.VACUOUS:
-        lines += _clause_titles(report, result.clauses)
-        lines.append(f"why: {result.detail}")
+        lines += _clause_titles(report, judged)
+        lines.append(f"why: {result.run_detail()}")
         if result.transitions:
             counts = ", ".join(f"{name} {count}" for name, count in result.transitions)
             lines.append(f"transitions reached: {counts}")

@@ -30,7 +30,7 @@ import multiprocessing
 import re
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -147,6 +147,79 @@ class PropertyResult:
         if any(f.verdict is Verdict.ERROR for f in self.failures):
             return Verdict.ERROR
         return Verdict.BLOCKED
+
+    @property
+    def judged(self) -> tuple[str, ...]:
+        """Its clauses that are not "not provided" (none: nothing of it was judged)."""
+        return tuple(c for c in self.clauses if self.verdict_for(c) is not Verdict.NOT_PROVIDED)
+
+    def verdict_text(self) -> str:
+        """Its rows' verdicts in words, as the progress lines print them: one word when
+        they agree (``pass``, ``not provided``), else each verdict with its clauses in
+        report order (``FAIL: SYS-5; pass: SYS-1, SYS-2; not provided: SYS-12``)."""
+        by_verdict: dict[Verdict, list[str]] = {}
+        for clause in dict.fromkeys(self.clauses):
+            by_verdict.setdefault(self.verdict_for(clause), []).append(clause)
+        if len(by_verdict) <= 1:
+            return next(iter(by_verdict), self.verdict).value
+        return "; ".join(
+            f"{verdict.value}: {', '.join(by_verdict[verdict])}"
+            for verdict in VERDICT_ORDER
+            if verdict in by_verdict
+        )
+
+    def why_not_provided(self) -> dict[str, str]:
+        """Each "not provided" clause -> why, in words (its own reason only: a
+        capability's probe answers for one clause, not for the property's others)."""
+        if self.verdict is Verdict.NOT_PROVIDED:
+            return dict.fromkeys(self.clauses, self.detail)
+        reasons: dict[str, str] = {}
+        for clause, why in self._split_detail()[0]:
+            reasons[clause] = f"{reasons[clause]}; {why}" if clause in reasons else why
+        return reasons
+
+    def run_detail(self) -> str:
+        """Why the run that judged the provided clauses is VACUOUS: :attr:`detail`
+        without the reasons of the clauses not provided."""
+        return self._split_detail()[1]
+
+    def _split_detail(self) -> tuple[list[tuple[str, str]], str]:
+        """:attr:`detail` read back: with clauses not provided for want of a capability,
+        :func:`_run_if_provided` writes ``"C1: why; C2: why"`` in :attr:`not_provided`'s
+        order, then ``"; "`` and the run's own detail, which only a VACUOUS run has (one
+        of :func:`_run_once`'s, none holding ``"; "``). Where it does not read so, every
+        clause not provided gets the whole detail: never a reason lost."""
+        if not self.not_provided:
+            return [], self.detail
+        text, at, lacking = self.detail, 0, []
+        for index, clause in enumerate(self.not_provided):
+            head = f"{clause}: "
+            if not text.startswith(head, at):
+                return [(c, self.detail) for c in self.not_provided], ""
+            start = at + len(head)
+            if index + 1 < len(self.not_provided):
+                end = text.find(f"; {self.not_provided[index + 1]}: ", start)
+            elif self.verdict is Verdict.VACUOUS:
+                end = text.rfind("; ", start)
+            else:
+                end = len(text)
+            if end < 0:
+                return [(c, self.detail) for c in self.not_provided], ""
+            lacking.append((clause, text[start:end]))
+            at = end + 2
+        return lacking, text[at:]
+
+
+def reasons_in_words(reasons: Iterable[tuple[str, str]]) -> str:
+    """``(clause, why)`` pairs as one text, each reason once with the clauses it is
+    given for, in order of first appearance: ``"SYS-13, SYS-14: no drafter; SYS-15:
+    no async scheduling"``."""
+    clauses_of: dict[str, list[str]] = {}
+    for clause, why in reasons:
+        clauses = clauses_of.setdefault(why, [])
+        if clause not in clauses:
+            clauses.append(clause)
+    return "; ".join(f"{', '.join(clauses)}: {why}" for why, clauses in clauses_of.items())
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,7 @@ from harness.runner import (
     PropertyResult,
     Report,
     Verdict,
+    reasons_in_words,
     run_property,
     verify,
 )
@@ -342,7 +343,7 @@ def _runner_progress(say: Progress) -> Callable[[int, int, str, PropertyResult |
         if result is None:
             say(f"[{index}/{total}] {name} ...")
         else:
-            say(f"[{index}/{total}] {name}: {result.verdict.value} ({result.seconds:.1f} s)")
+            say(f"[{index}/{total}] {name}: {result.verdict_text()} ({result.seconds:.1f} s)")
 
     return progress
 
@@ -454,7 +455,7 @@ def _item_result(
     if blocked:
         return made(ItemStatus.BLOCKED, _blocked_summary(blocked, report, rubric))
     if missing:
-        return made(ItemStatus.NOT_PROVIDED, _missing_summary(rows, report))
+        return made(ItemStatus.NOT_PROVIDED, _missing_summary(rows, report, missing))
     if stand_ins:
         return made(ItemStatus.NEEDS_REFERENCE, _stand_in_summary(stand_ins, rows, report))
     clauses = len(item.clauses)
@@ -513,23 +514,31 @@ def _item_of(clause: str | None, rubric: Rubric) -> str | None:
     return None
 
 
-def _missing_summary(rows: Sequence[ClauseRow], report: Report) -> str:
+def _missing_summary(
+    rows: Sequence[ClauseRow], report: Report, missing: Sequence[str]
+) -> str:
+    """Why the ``missing`` clauses were not judged, each reason once: a component the
+    adapter lacks, a capability a clause needs (with the clauses it is given for), a
+    stub not implemented yet."""
     reasons: list[str] = []
-    for row in report.rows:
-        if row not in rows:
-            continue
+    lacking: list[tuple[str, str]] = []
+    for row in rows:
         result = report.results.get(row.property)
-        if result is None:
+        if result is None or row.clause not in missing:
             continue
-        if result.verdict is Verdict.NOT_PROVIDED or row.clause in result.not_provided:
+        why = result.why_not_provided().get(row.clause)
+        if result.verdict is Verdict.NOT_PROVIDED:
             reason = result.detail
+        elif why is not None:
+            lacking.append((row.clause, why))
+            continue
         elif _unimplemented(result):
             reason = "not implemented yet: " + _strip_location(result.failures[0].message)
         else:
             continue
         if reason not in reasons:
             reasons.append(reason)
-    return "; ".join(_merged(reasons))
+    return "; ".join([*_merged(reasons), *([reasons_in_words(lacking)] if lacking else [])])
 
 
 def _stand_in_summary(
@@ -567,12 +576,14 @@ def _merged(reasons: Sequence[str]) -> list[str]:
 
 
 def _vacuous_warnings(report: Report) -> list[str]:
+    """One warning per property with a VACUOUS row (one whose every clause is "not
+    provided" judged nothing, and says so: no warning)."""
     return [
-        f"{name} was VACUOUS under this profile and seed ({result.detail}); "
-        "its items were graded as passed: the coverage shortfall is the suite's, not the "
-        "implementation's"
+        f"{name} was VACUOUS under this profile and seed on {', '.join(vacuous)} "
+        f"({result.run_detail()}); its items were graded as passed: the coverage "
+        "shortfall is the suite's, not the implementation's"
         for name, result in report.results.items()
-        if result.verdict is Verdict.VACUOUS
+        if (vacuous := [c for c in result.clauses if result.verdict_for(c) is Verdict.VACUOUS])
     ]
 
 
