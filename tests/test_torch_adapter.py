@@ -13,6 +13,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from fractions import Fraction
@@ -103,8 +104,29 @@ def test_without_torch_the_adapter_reports_itself_unavailable_in_one_line() -> N
         "    print(type(e).__name__, e.name)\n"
     )
     problem, error = _python(script).splitlines()
-    assert "torch adapter unavailable: torch is not installed" in problem
+    assert "torch adapter unavailable: torch is not installed (make torch)" in problem
     assert error == "TorchUnavailableError torch"
+
+
+def test_without_torch_the_installed_adapter_says_pip_install_the_extra(tmp_path: Path) -> None:
+    # installed (no Makefile beside the package), `make torch` means nothing: the hint
+    # names the extra of the distribution (issue 33, item 9)
+    installed = tmp_path / "site" / "mmspec" / "adapters" / "torch"
+    installed.mkdir(parents=True)
+    shutil.copy(ROOT / "adapters" / "torch" / "__init__.py", installed / "__init__.py")
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from harness.loader import AdapterLoadError, load_adapter\n"
+        "try:\n"
+        f"    load_adapter({str(installed)!r})\n"
+        "except AdapterLoadError as e:\n"
+        "    print('\\n'.join(e.problems))\n"
+    )
+    problem = _python(script).strip()
+    assert (
+        "torch adapter unavailable: torch is not installed (pip install 'mmspec[torch]')"
+        in problem
+    ), problem
 
 
 def test_every_torch_zoo_entry_declares_its_bug() -> None:

@@ -2,14 +2,25 @@
 torch tensors on ``cuda`` when available, else the CPU (``$MMSPEC_TORCH_DEVICE``
 overrides). It imports nothing from ``reference/`` (a test walks its imports).
 
-torch is an optional dependency (``pip install -e '.[torch]'``). Without it, importing
-this package raises :class:`TorchUnavailableError`, a ``ModuleNotFoundError`` for
-``torch`` whose message is the one line the adapter loader reports:
-``torch adapter unavailable: torch is not installed``. Tooling that skips optional
-adapters can catch ``ModuleNotFoundError`` with ``name == "torch"``.
+torch is an optional dependency, the ``torch`` extra (``make torch`` in a checkout,
+``pip install 'mmspec[torch]'`` installed). Without it, importing this package raises
+:class:`TorchUnavailableError`, a ``ModuleNotFoundError`` for ``torch`` whose message is
+the one line the adapter loader reports: ``torch adapter unavailable: torch is not
+installed (make torch)``, or ``(pip install 'mmspec[torch]')`` in the installed
+package. Tooling that skips optional adapters can catch ``ModuleNotFoundError`` with
+``name == "torch"``.
 """
 
 from __future__ import annotations
+
+from pathlib import Path as _Path
+
+
+def _install_hint(here: _Path) -> str:
+    """How to get torch where the adapter at ``here`` lies: a checkout has the Makefile
+    (``make torch`` installs the extra into .venv), the installed package does not."""
+    checkout = here.resolve().parents[2]
+    return "make torch" if (checkout / "Makefile").is_file() else "pip install 'mmspec[torch]'"
 
 
 class TorchUnavailableError(ModuleNotFoundError):
@@ -22,7 +33,7 @@ except ModuleNotFoundError as _missing:
     if _missing.name != "torch":
         raise
     raise TorchUnavailableError(
-        "torch adapter unavailable: torch is not installed (pip install -e '.[torch]')",
+        f"torch adapter unavailable: torch is not installed ({_install_hint(_Path(__file__))})",
         name="torch",
     ) from None
 
