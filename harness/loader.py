@@ -82,6 +82,11 @@ _SAMPLE_ARGS: dict[str, tuple[Any, ...] | None] = {
 }
 
 _PATH_MODULE_PREFIX = "_mmspec_adapter_"
+#: The top-level packages of a checkout, which the wheel carries as ``mmspec.<name>``
+#: (setup.py's ROOTS): an adapter importing one by its checkout name fails installed.
+_CHECKOUT_PACKAGES = frozenset(
+    {"spec", "reference", "properties", "harness", "exhaustive", "contracts", "adapters"}
+)
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
 
@@ -178,7 +183,7 @@ def _import(ref: str) -> tuple[ModuleType | None, list[str]]:
     except ModuleNotFoundError as e:
         if e.name is not None and (name == e.name or name.startswith(e.name + ".")):
             return None, [f"module {name} not found (give an importable module name or a path)"]
-        return None, [f"importing {name} failed: {_describe(e)}"]
+        return None, [f"importing {name} failed: {_describe(e)}{_checkout_name_hint(e, ref)}"]
     except (Exception, SystemExit) as e:
         return None, [f"importing {name} failed: {_describe(e)}"]
 
@@ -214,8 +219,46 @@ def _import_path(ref: str, path: Path) -> tuple[ModuleType | None, list[str]]:
         spec.loader.exec_module(module)
     except (Exception, SystemExit) as e:
         del sys.modules[module_name]
-        return None, [f"importing {ref} failed: {_describe(e)}"]
+        return None, [f"importing {ref} failed: {_describe(e)}{_checkout_name_hint(e, ref)}"]
     return module, []
+
+
+def _checkout_name_hint(error: BaseException, ref: str) -> str:
+    """What to do when an adapter written for a checkout — a zoo entry (no wheel carries
+    the zoo), or one importing ``spec``/``reference`` — is given to the installed mmspec,
+    where those modules are ``mmspec.spec``/``mmspec.reference``: "" in any other case."""
+    if not (names.INSTALLED and isinstance(error, ModuleNotFoundError) and error.name):
+        return ""
+    top = error.name.split(".")[0]
+    if top not in _CHECKOUT_PACKAGES:
+        return ""
+    hint = (
+        f" — `{top}` is a checkout's name; the installed mmspec has it as "
+        f"`{names.module(top)}`: import that instead"
+    )
+    checkout = _checkout_holding(ref)
+    if checkout is not None:
+        relative = Path(ref).resolve().relative_to(checkout)
+        hint += (
+            f", or run it from the checkout it lies in: cd {checkout} && "
+            f"PYTHONPATH=. python -m properties verify --adapter {relative}"
+        )
+    return hint
+
+
+def _checkout_holding(ref: str) -> Path | None:
+    """The mmspec checkout a path adapter lies in (a folder above it with a checkout's
+    spec/adapter.py and harness/names.py, other than this installed copy's), or None."""
+    if not (ref.endswith(".py") or "/" in ref or "\\" in ref):
+        return None
+    for folder in Path(ref).resolve().parents:
+        if folder == names.HOME:
+            return None
+        if (folder / "spec" / "adapter.py").is_file() and (
+            folder / "harness" / "names.py"
+        ).is_file():
+            return folder
+    return None
 
 
 def _describe(error: BaseException) -> str:

@@ -242,3 +242,64 @@ def test_an_adapters_own_folder_is_importable_but_never_a_package_of_the_checkou
     student.write_text("ADAPTER = None\n")
     make_siblings_importable(str(student))
     assert sys.path[-1] == str(tmp_path)  # after the checkout: it cannot shadow spec/
+
+
+MISSING_REFERENCE = (
+    "raise ModuleNotFoundError(\"No module named 'reference'\", name='reference')\n"
+)
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader as in the wheel (``mmspec.*``), where ``reference`` is not a module."""
+    from harness import names
+
+    monkeypatch.setattr(names, "INSTALLED", True)
+    monkeypatch.setattr(names, "PREFIX", "mmspec.")
+
+
+def test_installed_a_zoo_entry_given_by_path_says_what_is_missing_and_where_it_runs(
+    tmp_path: Path, installed: None
+) -> None:
+    # a checkout's zoo entry (the wheel carries no zoo) imports `reference`, which the
+    # installed mmspec has as mmspec.reference: what happens when given by path (issue 33,
+    # item 9)
+    checkout = tmp_path / "checkout"
+    for marker in ("spec/adapter.py", "harness/names.py"):
+        (checkout / marker).parent.mkdir(parents=True)
+        (checkout / marker).write_text("", encoding="utf-8")
+    entry = checkout / "adapters" / "zoo" / "size_hash.py"
+    entry.parent.mkdir(parents=True)
+    entry.write_text(MISSING_REFERENCE, encoding="utf-8")
+    (problem,) = problems_of(str(entry))
+    assert "ModuleNotFoundError: No module named 'reference'" in problem, problem
+    assert "`reference` is a checkout's name; the installed mmspec has it as " \
+        "`mmspec.reference`: import that instead" in problem, problem
+    assert (
+        f"or run it from the checkout it lies in: cd {checkout} && PYTHONPATH=. "
+        "python -m properties verify --adapter adapters/zoo/size_hash.py" in problem
+    ), problem
+
+
+def test_installed_an_adapter_outside_a_checkout_is_told_the_installed_name(
+    tmp_path: Path, installed: None
+) -> None:
+    adapter = tmp_path / "mine.py"
+    adapter.write_text(MISSING_REFERENCE, encoding="utf-8")
+    (problem,) = problems_of(str(adapter))
+    assert problem.endswith("has it as `mmspec.reference`: import that instead"), problem
+
+
+def test_a_missing_module_not_of_ours_gets_no_hint(tmp_path: Path, installed: None) -> None:
+    adapter = tmp_path / "needs_torch.py"
+    adapter.write_text("import mmspec_no_such_dependency\n", encoding="utf-8")
+    (problem,) = problems_of(str(adapter))
+    assert "No module named 'mmspec_no_such_dependency'" in problem, problem
+    assert "checkout's name" not in problem and "python -m properties" not in problem, problem
+
+
+def test_in_the_checkout_a_missing_reference_gets_no_installed_hint(tmp_path: Path) -> None:
+    adapter = tmp_path / "mine.py"
+    adapter.write_text(MISSING_REFERENCE, encoding="utf-8")
+    (problem,) = problems_of(str(adapter))
+    assert "No module named 'reference'" in problem and "mmspec.reference" not in problem

@@ -289,6 +289,17 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "SPL-4" in verified.stdout and "1 pass" in verified.stdout
 
+    # a zoo entry of the checkout given by path (the wheel carries no zoo): it imports the
+    # checkout's `reference`, and the one-line message says so and where it runs
+    zoo = ROOT / "adapters" / "zoo" / "hash_by_length.py"
+    foreign = _run([*python, "-m", "mmspec", "verify", "--adapter", str(zoo), "--only", "HASH-2"],
+                   cwd=work, env=env)
+    assert foreign.returncode == 2, foreign.stdout + foreign.stderr
+    assert "No module named 'reference'" in foreign.stdout + foreign.stderr
+    assert "installed mmspec has it as `mmspec.reference`" in foreign.stdout + foreign.stderr
+    assert f"cd {ROOT} && PYTHONPATH=. python -m properties verify --adapter " \
+        "adapters/zoo/hash_by_length.py" in foreign.stdout + foreign.stderr
+
     graded = _run([*python, "-m", "mmspec", "grade", "tiny.py", "--only", "SPL-4"],
                   cwd=work, env=env)
     assert graded.returncode == 0, graded.stdout + graded.stderr
