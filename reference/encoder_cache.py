@@ -73,9 +73,11 @@ class EncoderCacheManager:
     ``can_allocate`` was called), and raises ``InvalidInputError`` otherwise.
 
     **Freed hashes.** ``get_freed_mm_hashes()`` drains the hashes evicted since the
-    last drain: each once, in eviction order, leaving out any that is held again at
-    drain time (re-allocated in the same scheduling pass: the worker must keep its
-    tensor). The scheduler forwards them to the worker, which drops them (ECM-7).
+    last drain, in eviction order, leaving out any that is held again at drain time
+    (re-allocated in the same scheduling pass: the worker must keep its tensor); a hash
+    evicted twice is listed one time here, though ECM-7 allows a repeat (every consumer
+    drops idempotently). The scheduler forwards them to the worker, which drops them
+    (ECM-7).
 
     **Counts.** A hash names content, and content has one embedding count. An item
     presenting a held hash with another ``num_embeds`` is refused with
@@ -226,8 +228,8 @@ class EncoderCacheManager:
         return frozenset(self._cached) | frozenset(self._num_embeds) | frozenset(self._freeable)
 
     def get_freed_mm_hashes(self) -> list[str]:
-        """Drain: hashes evicted since the last drain that are not held now, each once,
-        in order of first eviction (ECM-7)."""
+        """Drain: hashes evicted since the last drain that are not held now, in order of
+        first eviction, without the repeats ECM-7 allows."""
         freed = [h for h in dict.fromkeys(self._freed) if h not in self._cached]
         self._freed = []
         return freed

@@ -170,12 +170,15 @@ class EncoderCacheManager(Protocol):
         ...
 
     def get_cached_input_ids(self, request: RequestView) -> set[int]:
-        """The request's items whose references it currently holds."""
+        """Every item through which the request currently references a hash; it may
+        list other items of the request whose hash is held, never an item whose hash is
+        not held (ECM-3)."""
         ...
 
     def get_freed_mm_hashes(self) -> list[str]:
-        """Drain the hashes evicted since the last drain that are not held now, each
-        once (ECM-7)."""
+        """Drain every hash evicted since the last drain that is not held now, and
+        nothing else; a hash evicted twice between drains may be listed twice, as every
+        consumer drops idempotently (ECM-7)."""
         ...
 
 

@@ -186,7 +186,8 @@ class EncoderCacheManager:
 
     @todo
     def get_cached_input_ids(self, request: RequestView) -> set[int]:
-        """The request's items whose references it holds — ECM-3."""
+        """Every item through which the request holds a reference (it may list other
+        items of the request whose hash is held) — ECM-3."""
         raise NotImplementedError("EncoderCacheManager.get_cached_input_ids")
 
     @todo
