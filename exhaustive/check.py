@@ -6,7 +6,8 @@ property's :class:`Runnable` (built as usual from the adapter's parts) into one 
 like any property: a violation is a ``FAIL`` of its clause (its counterexample the
 shortest path, as numbered steps), any other exception an ``ERROR``, and the
 machine's transitions are counted over every explored operation (``VACUOUS`` if the
-scope misses one). ``examples`` is the number of distinct states explored.
+scope misses one). ``examples`` holds the number of distinct states explored, which
+the report's table shows as ``states`` (harness/report.py).
 
 Three scopes: ``default`` (SPEC.md "## Exhaustive scopes"; ``make exhaustive``),
 ``bounded`` (a few seconds; part of ``make verify``) and ``full`` (the default's

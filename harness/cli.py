@@ -319,7 +319,10 @@ def _verify_exhaustive(args: argparse.Namespace, adapter: str, replay: str) -> i
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
     print_summaries(exhaustive)
-    sys.stdout.write(render(report, replay_options=f" --exhaustive {args.exhaustive}{replay}"))
+    sys.stdout.write(render(
+        report, replay_options=f" --exhaustive {args.exhaustive}{replay}",
+        states=exhaustive.results,  # the machines searched: their counts are states
+    ))
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

@@ -11,7 +11,7 @@ line is a function of the adapter and the profile, so two runs can be diffed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import hypothesis
 import numpy
@@ -24,11 +24,13 @@ _HEADERS = ("clause", "property", "examples", "verdict", "implementation")
 _NEEDS_SECTION = (Verdict.FAIL, Verdict.ERROR, Verdict.VACUOUS)
 
 
-def render(report: Report, replay_options: str = "") -> str:
+def render(report: Report, replay_options: str = "", states: Collection[str] = ()) -> str:
     """The whole report, ending with a newline. ``replay_options`` are appended to each
-    replay command (e.g. `` --vllm-src PATH``: what else the run needed)."""
+    replay command (e.g. `` --vllm-src PATH``: what else the run needed). ``states``: the
+    properties whose count is of distinct states, not examples (``verify --exhaustive``:
+    the machines searched exhaustively); the count column says so."""
     lines = _header(report)
-    lines += ["", *_table(report)]
+    lines += ["", *_table(report, frozenset(states))]
     for result in report.results.values():
         # a property whose every clause is "not provided" judged nothing: its rows say so
         judged = bool(result.judged or result.failures)
@@ -81,18 +83,29 @@ def _header(report: Report) -> list[str]:
     return lines
 
 
-def _table(report: Report) -> list[str]:
+def _table(report: Report, states: frozenset[str] = frozenset()) -> list[str]:
+    """The rows. The count column is ``examples`` (Hypothesis' test cases); where every
+    row was counted in distinct states (an exhaustive search) it is ``states``, and where
+    the two mix, each state count says ``states``."""
+    all_states = bool(report.rows) and all(row.property in states for row in report.rows)
+    headers = (*_HEADERS[:2], "states", *_HEADERS[3:]) if all_states else _HEADERS
+
+    def count(examples: int | None, in_states: bool) -> str:
+        if not examples:
+            return "—"
+        return f"{examples} states" if in_states and not all_states else str(examples)
+
     cells = [
         (
             row.clause,
             row.property,
-            "—" if not row.examples else str(row.examples),
+            count(row.examples, row.property in states),
             row.verdict.value,
             row.implementations,
         )
         for row in report.rows
     ]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADERS)]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
         out = [
@@ -101,7 +114,7 @@ def _table(report: Report) -> list[str]:
         ]
         return "  ".join(out).rstrip()
 
-    return [line(_HEADERS), line(["-" * w for w in widths]), *(line(c) for c in cells)]
+    return [line(headers), line(["-" * w for w in widths]), *(line(c) for c in cells)]
 
 
 def _not_provided(report: Report) -> list[str]:

@@ -276,6 +276,33 @@ def test_the_command_line_prints_the_scope_the_states_and_the_path(
     assert main(argv) == 0  # the reference
 
 
+def _table_header(out: str) -> list[str]:
+    return next(line for line in out.splitlines() if line.startswith("clause ")).split()
+
+
+def test_the_report_counts_the_searched_machines_in_states_not_examples(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 33, item 9: an exhaustive search explores states; the table says so
+    assert main(["verify", "--exhaustive", "bounded", "--only", "EngineMachine"]) == 0
+    out = capsys.readouterr().out
+    states = re.search(r"(\d+) distinct states", out)
+    assert states is not None, out
+    assert _table_header(out) == ["clause", "property", "states", "verdict", "implementation"]
+    rows = [line.split() for line in out.splitlines() if line.startswith("SYS-")]
+    assert rows and all(row[1:3] == ["EngineMachine", states.group(1)] for row in rows), rows
+    # beside a property run by Hypothesis, the column counts examples and the machine's
+    # rows say that theirs are states
+    only = ["--only", "EngineMachine", "hash_same_length_different_bytes"]
+    assert main(["verify", "--exhaustive", "bounded", *only]) == 0
+    out = capsys.readouterr().out
+    assert _table_header(out)[2] == "examples"
+    machine = [line for line in out.splitlines() if " EngineMachine " in f" {line} "]
+    hashing = [line for line in out.splitlines() if line.startswith("HASH-2 ")]
+    assert machine and all(f" {states.group(1)} states " in line for line in machine), machine
+    assert hashing and "states" not in hashing[0], hashing
+
+
 def test_the_full_scope_is_the_default_scenarios_to_depth_eight() -> None:
     full, default = SCOPES["full"], SCOPES["default"]
     assert full.ecm.depth == 8
