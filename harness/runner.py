@@ -7,9 +7,12 @@ A property's run ends in one of:
 - ``FAIL`` — a :class:`~properties.framework.ClauseViolation`: the clause it names does
   not hold; the counterexample is read from the exception's notes;
 - ``ERROR`` — any other exception escaped (the implementation crashed, or Hypothesis
-  gave up): no clause verdict can be drawn from it;
+  gave up), also while the property was built or a capability probed, or on a per-clause
+  rerun: no clause verdict can be drawn from it;
 - ``VACUOUS`` — it passed without exercising what it claims to check;
-- ``not provided`` — the adapter lacks a component the property is about; it did not run.
+- ``not provided`` — the adapter lacks a component the property is about, or an optional
+  capability a clause needs (its probe says so, or the implementation raises
+  ``NotImplementedError``); it did not run.
 
 Per clause row, a multi-clause property (a state machine) that stopped at another
 clause's violation reports the other clauses ``blocked``; a clause no registered
@@ -68,6 +71,9 @@ if TYPE_CHECKING:
 
 _CHECKOUT_ROOT = Path(__file__).resolve().parents[1]
 _REPRODUCE = re.compile(r"@reproduce_failure\(.*?\)")
+#: How a run that every test case of which was rejected ends (:func:`_classify`): with
+#: failing clauses set aside, every run broke them first, and the rest is ``blocked``.
+_UNSATISFIABLE = "Hypothesis stopped the run: Unsatisfiable"
 
 
 class Verdict(StrEnum):
@@ -337,6 +343,16 @@ def run_property(
         if again.verdict is Verdict.FAIL and new and len(new) == len(again.failures):
             failures += new
             continue
+        # An exception on the runs that keep the failing clauses (the implementation
+        # crashed, or Hypothesis stopped for a reason other than "every run breaks them")
+        # is no verdict on the clauses left: ERROR with it, never "blocked" (issue 32).
+        crashed = [
+            dataclasses.replace(f, set_aside=aside)
+            for f in again.failures
+            if f.verdict is Verdict.ERROR and not f.message.startswith(_UNSATISFIABLE)
+        ]
+        if crashed:
+            return _combined(result, [*failures, *new, *crashed], (), "", extra)
         return _combined(result, failures, (), _why_not_judged(again, aside), extra)
 
 
@@ -793,10 +809,31 @@ def _run_if_provided(
             detail=f"no implementation provides {', '.join(nobody)}",
         )
     # Probed first, inside the property's fresh time allowance (isolated, the probe
-    # builds a component in the child); a probe that raises lacks the capability.
-    lacking = [
-        (clause, why) for clause, probe in spec.capabilities if (why := _probed(probe, parts))
-    ]
+    # builds a component in the child). A probe answers whether the adapter provides a
+    # capability; one that raises has not answered, and a crash is never read as an
+    # absence (issue 32): the property is an ERROR with the exception, and not run.
+    started = time.perf_counter()
+    lacking: list[tuple[str, str]] = []
+    for clause, probe in spec.capabilities:
+        try:
+            why = _probed(probe, parts)
+        except Exception as e:  # noqa: BLE001 - reported as the property's error
+            failure = Failure(
+                Verdict.ERROR,
+                None,
+                f"probing whether {loaded.name} provides {clause}'s optional capability "
+                f"raised {_located(e)}",
+                _notes(e),
+            )
+            return PropertyResult(
+                spec.name,
+                spec.clauses,
+                Verdict.ERROR,
+                failures=(failure,),
+                seconds=time.perf_counter() - started,
+            )
+        if why:
+            lacking.append((clause, why))
     result = run_property(
         spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
         transform=transform, set_aside=set_aside, per_clause=per_clause,
@@ -813,11 +850,14 @@ def _run_if_provided(
 
 
 def _probed(probe: Callable[[Parts], str | None], parts: Parts) -> str | None:
-    """The probe's answer; an exception while probing is why the capability is lacking."""
+    """Why the adapter lacks the capability (None: it has it), as the probe says, or as
+    the implementation says by raising ``NotImplementedError`` (a method still marked
+    ``@todo`` in the student template; the reference engine loop around a cache manager
+    without ``reset()``). Any other exception propagates: it is an error, not an answer."""
     try:
         return probe(parts)
-    except Exception as e:  # noqa: BLE001 - reported as the reason, not raised
-        return f"probing for it raised {type(e).__name__}: {e}"
+    except NotImplementedError as e:
+        return f"not implemented (NotImplementedError: {e})"
 
 
 def _row(

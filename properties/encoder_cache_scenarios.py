@@ -16,7 +16,8 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
-from properties.framework import Parts
+from properties.framework import Parts, probed_product
+from spec.components import EncoderCacheManager
 from spec.types import MultiModalItem, PlaceholderRange, RequestView
 
 T = TypeVar("T")
@@ -31,10 +32,13 @@ def provides(cache: object, methods: tuple[str, ...]) -> bool:
 
 
 def capability_probe(methods: tuple[str, ...], clause: str) -> Callable[[Parts], str | None]:
-    """Why the adapter's cache manager lacks the optional ``methods`` (None: it has them)."""
+    """Why the adapter's cache manager lacks the optional ``methods`` (None: it has them).
+    A factory that raises, or gives no cache manager, raises here: an error, not an
+    absence (issue 32)."""
 
     def probe(parts: Parts) -> str | None:
-        if provides(parts.encoder_cache_manager(1), methods):
+        cache = parts.encoder_cache_manager(1)
+        if provides(probed_product(cache, EncoderCacheManager, "encoder_cache_manager"), methods):
             return None
         names = ", ".join(f"{m}()" for m in methods)
         return f"the encoder cache manager does not provide the optional {names} ({clause})"

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from properties.encoder_cache_scenarios import IMAGE_SHAPES, RESET, Image, make_request, provides
-from properties.framework import Parts
+from properties.framework import Parts, probed_product
+from spec.components import EncoderDecoderCacheManager
 from spec.types import RequestView
 
 __all__ = [
@@ -31,8 +32,14 @@ __all__ = [
 
 
 def reset_probe(parts: Parts) -> str | None:
-    """Why the adapter's encoder-decoder cache manager lacks ``reset()`` (None: it has it)."""
-    if provides(parts.encoder_decoder_cache_manager(1), RESET):
+    """Why the adapter's encoder-decoder cache manager lacks ``reset()`` (None: it has it);
+    a factory that raises, or gives no cache manager, raises here (issue 32)."""
+    cache = probed_product(
+        parts.encoder_decoder_cache_manager(1),
+        EncoderDecoderCacheManager,
+        "encoder_decoder_cache_manager",
+    )
+    if provides(cache, RESET):
         return None
     return "the encoder-decoder cache manager does not provide the optional reset() (ECD-6)"
 

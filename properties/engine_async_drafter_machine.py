@@ -39,7 +39,7 @@ from properties.engine_drafter_machine import (
 )
 from properties.engine_machine import ENGINE_SUBJECT, ENGINE_USES, SYS_CLAUSES
 from properties.engine_strategies import RawImage, scenarios
-from properties.framework import Parts, Runnable, clause_property, machine
+from properties.framework import Parts, Runnable, clause_property, machine, probed_engine
 from spec.components import AsyncEngine, EngineSnapshot, SpeculativeEngine, StepOutput
 from spec.errors import InvalidInputError
 from spec.types import EngineConfig
@@ -55,7 +55,7 @@ def async_drafter_probe(parts: Parts) -> str | None:
         return lacking
     config = EngineConfig(async_scheduling=True, num_speculative_tokens=1)
     try:
-        engine = parts.engine_loop(config, parts.engine_parts())
+        engine = probed_engine(parts, config)
     except InvalidInputError as error:
         return f"the engine refuses async scheduling with a drafter: {error}"
     if not isinstance(engine, AsyncEngine) or not isinstance(engine, SpeculativeEngine):

@@ -36,7 +36,7 @@ from properties.engine_machine import (
     engine_machine_class,
 )
 from properties.engine_strategies import RawImage, scenarios
-from properties.framework import Parts, Runnable, clause_property, machine
+from properties.framework import Parts, Runnable, clause_property, machine, probed_engine
 from spec.components import AsyncEngine
 from spec.types import EngineConfig
 
@@ -46,7 +46,7 @@ ASYNC_CLAUSES = ("SYS-15",)
 def async_probe(parts: Parts) -> str | None:
     """Why the engine cannot schedule asynchronously (None: it can): built with
     ``async_scheduling=True``, it must say it does."""
-    engine = parts.engine_loop(EngineConfig(async_scheduling=True), parts.engine_parts())
+    engine = probed_engine(parts, EngineConfig(async_scheduling=True))
     runs = getattr(engine, "async_scheduling", None)
     if not isinstance(engine, AsyncEngine) or not callable(runs):
         return "the engine loop does not provide async scheduling (async_scheduling(), SYS-15)"

@@ -46,7 +46,7 @@ from properties.engine_machine import (
     engine_machine_class,
 )
 from properties.engine_strategies import RawImage, scenarios
-from properties.framework import Parts, Runnable, clause_property, machine
+from properties.framework import Parts, Runnable, clause_property, machine, probed_engine
 from properties.models.engine import RequestFacts, RequestProgress
 from spec.components import EngineSnapshot, ScheduledChunk, SpeculativeEngine, StepOutput
 from spec.types import EngineConfig
@@ -60,7 +60,7 @@ DRAFTER_MAX_NEW_TOKENS = 5
 def drafter_probe(parts: Parts) -> str | None:
     """Why the engine cannot run a drafter (None: it can): built with k = 1, it must
     say it runs k = 1."""
-    engine = parts.engine_loop(EngineConfig(num_speculative_tokens=1), parts.engine_parts())
+    engine = probed_engine(parts, EngineConfig(num_speculative_tokens=1))
     runs = getattr(engine, "num_speculative_tokens", None)
     if not isinstance(engine, SpeculativeEngine) or not callable(runs):
         return "the engine loop does not provide a drafter (num_speculative_tokens(), SYS-13)"

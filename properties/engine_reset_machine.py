@@ -52,6 +52,7 @@ from properties.framework import (
     clause_property,
     machine,
     note,
+    probed_engine,
 )
 from properties.models.engine import RequestFacts, RequestProgress
 from spec.components import (
@@ -66,21 +67,23 @@ from spec.types import EngineConfig
 RESET_CLAUSES = ("SYS-11", "SYS-12")
 
 
-def _fresh_engine(parts: Parts) -> object:
-    return parts.engine_loop(EngineConfig(), parts.engine_parts())
-
-
 def resets_probe(parts: Parts) -> str | None:
     """Why the engine cannot reset its caches (None: it can). A fresh engine is reset
-    once: the reference loop around a cache manager without ``reset()`` raises."""
-    engine = _fresh_engine(parts)
+    once: the reference loop around a cache manager without ``reset()`` says it cannot
+    by raising ``NotImplementedError`` (as does a method still marked ``@todo``). Any
+    other exception, and a factory that gives no engine, propagates: an error, never a
+    capability the engine lacks (issue 32)."""
+    engine = probed_engine(parts, EngineConfig())
     if not (isinstance(engine, ResettableEngine) and _callable(engine, ResettableEngine)):
         return (
             "the engine loop does not provide reset_encoder_cache() and "
             "reset_prefix_cache() (SYS-11)"
         )
-    engine.reset_encoder_cache()
-    engine.reset_prefix_cache()
+    try:
+        engine.reset_encoder_cache()
+        engine.reset_prefix_cache()
+    except NotImplementedError as e:
+        return f"the engine loop's resets are not implemented: {e} (SYS-11)"
     return None
 
 
@@ -101,11 +104,16 @@ def resets_or_updates_probe(parts: Parts) -> str | None:
 
 
 def weights_probe(parts: Parts) -> str | None:
-    """Why the engine cannot update its weights (None: it can)."""
-    engine = _fresh_engine(parts)
+    """Why the engine cannot update its weights (None: it can); as :func:`resets_probe`
+    (the reference loop's update resets the encoder cache, so it too raises
+    ``NotImplementedError`` around a cache manager without ``reset()``)."""
+    engine = probed_engine(parts, EngineConfig())
     if not (isinstance(engine, WeightUpdatableEngine) and _callable(engine, WeightUpdatableEngine)):
         return "the engine loop does not provide update_weights() (SYS-12)"
-    engine.update_weights()
+    try:
+        engine.update_weights()
+    except NotImplementedError as e:
+        return f"the engine loop's weight update is not implemented: {e} (SYS-12)"
     return None
 
 

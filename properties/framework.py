@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from hypothesis import Phase
 from hypothesis import note as _hypothesis_note
@@ -48,6 +48,8 @@ from spec.components import (
     WorkerStore,
 )
 from spec.types import EngineConfig, ProcessorConfig, SchedulerConfig
+
+T = TypeVar("T")
 
 ComponentName = Literal[
     "processor",
@@ -197,6 +199,37 @@ class Parts:
             block_hasher=self.block_hasher,
             worker_store=self.worker_store,
         )
+
+
+# --- what a capability probe builds ---------------------------------------------------------
+
+
+def probed_product(product: T, protocol: type, component: ComponentName) -> T:
+    """``product``, built by a capability probe (:attr:`PropertySpec.capabilities`), once
+    it is shown to be a ``component`` at all. A probe judges an *optional* capability, and
+    "the adapter does not provide it" is true only of an object that is the component: a
+    factory that returned something else (``None``, say) raises here, so that the runner
+    reports the property as an ``ERROR`` with this exception, never as "not provided"
+    (issue 32)."""
+    if not isinstance(product, protocol):
+        # the type's name only: the object's own repr is the implementation's code
+        shown = "None" if product is None else f"a {type(product).__qualname__}"
+        raise TypeError(
+            f"the {component} factory returned {shown}, which does not meet the "
+            f"{protocol.__name__} Protocol (spec/components.py)"
+        )
+    return product
+
+
+def probed_engine(parts: Parts, config: EngineConfig) -> EngineLoop:
+    """A fresh engine loop for a capability probe, shown to be one: an ``EngineLoop``
+    whose ``snapshot()`` answers. Isolated, the grader's proxy has every member of the
+    Protocol whatever the child's factory returned, so only a call tells that the child
+    holds no engine; the snapshot comes back with the build (it costs no round trip)."""
+    engine = probed_product(parts.engine_loop(config, parts.engine_parts()), EngineLoop,
+                            "engine_loop")
+    engine.snapshot()
+    return engine
 
 
 @dataclass

@@ -24,9 +24,16 @@ import numpy as np
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-from properties.framework import Parts, Runnable, check, clause_property, stateless
+from properties.framework import (
+    Parts,
+    Runnable,
+    check,
+    clause_property,
+    probed_product,
+    stateless,
+)
 from properties.strategies import describe_image, different_options, images, processor_options
-from spec.components import RequestIdentifiedHasher
+from spec.components import Hasher, RequestIdentifiedHasher
 from spec.types import HashInput
 
 #: The optional capability both clauses need.
@@ -40,7 +47,9 @@ UUIDS = st.sampled_from(["u1", "u2", "img-0", "8f14e45f-ceea-467f-a0e6-9ba1c0b2b
 
 def _probe(clause: str) -> Any:
     def probe(parts: Parts) -> str | None:
-        if callable(getattr(parts.hasher(), CAPABILITY, None)):
+        # a factory that raises, or gives no hasher, raises here: an error (issue 32)
+        hasher = probed_product(parts.hasher(), Hasher, "hasher")
+        if callable(getattr(hasher, CAPABILITY, None)):
             return None
         return f"the hasher does not provide the optional {CAPABILITY}() ({clause})"
 

@@ -28,9 +28,16 @@ from typing import cast
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-from properties.framework import Parts, Runnable, check, clause_property, stateless
+from properties.framework import (
+    Parts,
+    Runnable,
+    check,
+    clause_property,
+    probed_product,
+    stateless,
+)
 from properties.prefix import PLACEHOLDER_ID, Layout, layouts
-from spec.components import IdentityBlockHasher
+from spec.components import BlockHasher, IdentityBlockHasher
 from spec.types import LoraAdapter, MultiModalItem, PlaceholderRange, PrefixIdentity
 
 #: The optional capability both clauses need (``spec.components.IdentityBlockHasher``).
@@ -46,10 +53,12 @@ EMBED_WIDTH = 2
 
 
 def identity_probe(clause: str) -> Callable[[Parts], str | None]:
-    """Why the adapter's block hasher lacks ``request_block_hashes_with`` (None: it has it)."""
+    """Why the adapter's block hasher lacks ``request_block_hashes_with`` (None: it has
+    it); a factory that raises, or gives no block hasher, raises here (issue 32)."""
 
     def probe(parts: Parts) -> str | None:
-        if callable(getattr(parts.block_hasher(1), CAPABILITY, None)):
+        hasher = probed_product(parts.block_hasher(1), BlockHasher, "block_hasher")
+        if callable(getattr(hasher, CAPABILITY, None)):
             return None
         return f"the block hasher does not provide the optional {CAPABILITY}() ({clause})"
 
