@@ -6,7 +6,9 @@ same way, and a :class:`CallLog` keeps, in order, every *top-level* construction
 call and property read with a snapshot of its arguments and of its outcome. Calls one
 component makes on another while serving a call (the scheduling hook asking the cache
 manager, the engine loop driving everything) are not recorded: replaying the top-level
-call makes them again.
+call makes them again. Nor is a probe of an optional capability the object lacks (a read
+of a member outside its Protocol that raises ``AttributeError``): a reproducer uses only
+what the implementation provides.
 
 The grader records only when it replays the single minimal failing test case
 (``@reproduce_failure``), so the log is exactly that test case's calls, and the
@@ -25,12 +27,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 import numpy as np
 
+from harness.loader import protocol_members
 from properties.framework import Parts
 from spec.adapter import COMPONENTS
 
@@ -236,6 +240,13 @@ def _arrays(
     return found
 
 
+@functools.cache
+def _declared(component: str) -> frozenset[str]:
+    """The members of ``component``'s Protocol (spec/components.py): what every
+    implementation of it has, unlike the optional capabilities of its extensions."""
+    return frozenset(protocol_members(dict(COMPONENTS)[component]))
+
+
 class RecordingFactory:
     """A component factory that hands out :class:`Recorded` proxies."""
 
@@ -295,9 +306,16 @@ class Recorded:
         try:
             value = getattr(target, name)
         except BaseException as e:
-            log.entries.append(
-                Call(var, component, name, "get", (), {}, notes_before, Raised(type(e), str(e)))
-            )
+            if not (isinstance(e, AttributeError) and name not in _declared(component)):
+                log.entries.append(
+                    Call(var, component, name, "get", (), {}, notes_before,
+                         Raised(type(e), str(e)))
+                )
+            # else: a member outside the component's Protocol that the object lacks is
+            # a probe of an optional capability (``getattr(cache, "reset", None)``,
+            # ``hasattr``, ``isinstance`` against ``ResettableEncoderCache``), not a step
+            # of the test case: a script that made it would end in this AttributeError
+            # instead of reproducing (issue 32)
             raise
         finally:
             log.depth -= 1
