@@ -85,6 +85,12 @@ print("torch at:", torch.__file__.rsplit("/", 1)[0])
 missing = [m for m in ("numpy", "hypothesis") if importlib.util.find_spec(m) is None]
 if missing:
     raise SystemExit(f"missing: {' '.join(missing)} (docs/torch.md, 'On a GPU')")
+try:  # found is not enough: Hypothesis' wheel holds a compiled module for one Python
+    import hypothesis
+except ImportError as error:
+    raise SystemExit(f"hypothesis at {importlib.util.find_spec('hypothesis').origin} cannot be "
+                     f"imported: {error} (docs/torch.md, 'On a GPU')") from None
+print("hypothesis:", hypothesis.__version__, "at", hypothesis.__file__.rsplit("/", 2)[0])
 try:
     from adapters.torch.device import DEVICE
 except Exception as error:  # the adapter's own message, e.g. cuda asked for, none there

@@ -219,6 +219,37 @@ def test_the_gpu_check_stops_at_once_without_a_usable_python(tmp_path: Path) -> 
     assert "== verify" not in result.stdout
 
 
+def test_the_gpu_check_stops_at_once_on_a_hypothesis_built_for_another_python(
+    tmp_path: Path,
+) -> None:
+    """Seen on the H100 (docs/torch.md, "On a GPU"): a Hypothesis brought along for another
+    Python is *found* but fails to import its compiled module. The probe imports it, so the
+    check stops before verify with the import error, not 0 properties into the run."""
+    if not HAS_TORCH:
+        pytest.skip(NO_TORCH)
+    stand_in = tmp_path / "site" / "hypothesis"
+    stand_in.mkdir(parents=True)
+    (stand_in / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'hypothesis._native'\")\n", encoding="utf-8"
+    )
+    result = subprocess.run(
+        ["bash", str(GPU_CHECK)],
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "DEVICE": "cpu",
+            "PYTHONPATH": str(tmp_path / "site"),
+            "GPU_CHECK_OUT": str(tmp_path / "out"),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "hypothesis._native" in result.stdout + result.stderr
+    assert "== verify" not in result.stdout
+
+
 # --- torch ----------------------------------------------------------------------------
 
 
