@@ -129,6 +129,19 @@ def test_returned_values_are_checked_against_the_protocol() -> None:
         conforms(None, bool, "can_allocate")
 
 
+def test_a_mismatch_deep_in_a_reply_is_located_from_the_outside_in() -> None:
+    """Each hint is compiled once into a checker; the path to a mismatch is spelled out
+    only when there is one, outermost part first, as the value is written."""
+    step = dict[str, tuple[list[int], ...] | None]
+    conforms({"a": ([1], [np.int64(2)]), "b": None}, step, "step()")
+    with pytest.raises(BadReturnValue) as raised:
+        conforms({"a": ([1], [2, "3"])}, step, "step()")
+    # The union is where no option fits: the path stops there, the value is the tuple.
+    assert str(raised.value).startswith("step()['a'] must be ")
+    with pytest.raises(BadReturnValue, match=r"^step\(\)\[0\]\[\.\.\.\] key must be int, "):
+        conforms(([{"x": 1}],), tuple[list[dict[int, int]], ...], "step()")
+
+
 # --- sessions ------------------------------------------------------------------------------
 
 

@@ -90,67 +90,177 @@ def _field_hints(cls: type) -> tuple[tuple[str, Any], ...]:
 
 def conforms(value: object, hint: Any, where: str) -> None:
     """Raise :class:`BadReturnValue` unless ``value`` has the type ``hint`` declares.
-    numpy scalars pass for ``int``/``float``/``bool`` as they would in process."""
+    numpy scalars pass for ``int``/``float``/``bool`` as they would in process.
+
+    Every reply of the isolated child is checked here (hundreds of thousands of values
+    in a grade), so each hint is compiled once into a checker (:func:`_checker`) that
+    walks the value without re-reading the hint; the location of a mismatch
+    (``where[2].field``) is only spelled out when there is one."""
+    mismatch = _checker(hint)(value)
+    if mismatch is not None:
+        path, want, got = mismatch
+        raise BadReturnValue(
+            f"{where}{''.join(reversed(path))} must be {_shown(want)}, but the "
+            f"implementation returned {type(got).__name__} {_short(got)}"
+        )
+
+
+#: A mismatch: the path below the checked value, innermost part first (each checker
+#: that passes it up appends its own part), the hint there, and the value found there.
+_Mismatch = tuple[list[str], Any, object]
+_Checker = Callable[[object], _Mismatch | None]
+
+
+def _passes(value: object) -> None:
+    return None
+
+
+def _checker(hint: Any) -> _Checker:
+    """The checker of ``hint``, compiled once per hint (hints are hashable; one that is
+    not is compiled each time)."""
+    try:
+        return _cached_checker(hint)
+    except TypeError:
+        return _compiled(hint)
+
+
+@functools.cache
+def _cached_checker(hint: Any) -> _Checker:
+    return _compiled(hint)
+
+
+def _compiled(hint: Any) -> _Checker:  # noqa: C901 - one branch per kind of hint
+    """A function of a value that returns ``None`` when it has the type ``hint``
+    declares, else the :data:`_Mismatch`; the same rules as :func:`conforms` states."""
     if hint is Any or hint is object:
-        return
+        return _passes
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+
+    def simple(ok: Callable[[object], bool]) -> _Checker:
+        return lambda value: None if ok(value) else ([], hint, value)
+
     if hint is None or hint is type(None):
-        ok = value is None
-    elif origin in (Union, types.UnionType):
-        for option in args:
-            try:
-                conforms(value, option, where)
-            except BadReturnValue:
-                continue
-            return
-        ok = False
-    elif origin is Literal:
-        ok = value in args
-    elif hint is bool:
-        ok = isinstance(value, bool | np.bool_)
-    elif hint is int:
-        ok = isinstance(value, int | np.integer) and not isinstance(value, bool)
-    elif hint is float:
-        ok = isinstance(value, float | int | np.floating | np.integer)
-    elif origin is np.ndarray or hint is np.ndarray:
-        ok = isinstance(value, np.ndarray)
-    elif origin is tuple:
-        ok = isinstance(value, tuple)
-        if isinstance(value, tuple) and len(args) == 2 and args[1] is Ellipsis:
-            for i, item in enumerate(value):
-                conforms(item, args[0], f"{where}[{i}]")
-        elif isinstance(value, tuple) and args:
-            ok = len(value) == len(args)
-            if ok:
-                for i, (item, want) in enumerate(zip(value, args, strict=True)):
-                    conforms(item, want, f"{where}[{i}]")
-    elif origin in (list, set, frozenset, Sequence):
-        kinds: tuple[type, ...] = (list, tuple) if origin is Sequence else (origin,)
-        ok = isinstance(value, kinds)
-        if ok and args and isinstance(value, list | tuple | set | frozenset):
-            for item in value:
-                conforms(item, args[0], f"{where}[...]")
-    elif origin in (dict, Mapping):
-        ok = isinstance(value, dict)
-        if isinstance(value, dict) and args:
-            for key, item in value.items():
-                conforms(key, args[0], f"{where} key")
-                conforms(item, args[1], f"{where}[{key!r}]")
-    elif isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        ok = type(value) is hint
-        if ok:
-            for name, field_hint in _field_hints(hint):
-                conforms(getattr(value, name), field_hint, f"{where}.{name}")
-    elif isinstance(hint, type):
-        ok = isinstance(value, hint)
-    else:
-        return  # a hint this checker does not model: the property checks the value
-    if not ok:
-        raise BadReturnValue(
-            f"{where} must be {_shown(hint)}, but the implementation returned "
-            f"{type(value).__name__} {_short(value)}"
+        return simple(lambda value: value is None)
+    if origin in (Union, types.UnionType):
+        options = tuple(_checker(option) for option in args)
+        return simple(lambda value: any(option(value) is None for option in options))
+    if origin is Literal:
+        return simple(lambda value: value in args)
+    if hint is bool:
+        return simple(lambda value: isinstance(value, bool | np.bool_))
+    if hint is int:
+        return simple(
+            lambda value: isinstance(value, int | np.integer) and not isinstance(value, bool)
         )
+    if hint is float:
+        return simple(lambda value: isinstance(value, float | int | np.floating | np.integer))
+    if origin is np.ndarray or hint is np.ndarray:
+        return simple(lambda value: isinstance(value, np.ndarray))
+    if origin is tuple:
+        return _tuple_checker(hint, args)
+    if origin in (list, set, frozenset, Sequence):
+        return _collection_checker(hint, origin, args)
+    if origin in (dict, Mapping):
+        return _mapping_checker(hint, args)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _dataclass_checker(hint)
+    if isinstance(hint, type):
+        return simple(lambda value: isinstance(value, hint))
+    return _passes  # a hint this checker does not model: the property checks the value
+
+
+def _inside(mismatch: _Mismatch, part: str) -> _Mismatch:
+    mismatch[0].append(part)
+    return mismatch
+
+
+def _tuple_checker(hint: Any, args: tuple[Any, ...]) -> _Checker:
+    if len(args) == 2 and args[1] is Ellipsis:
+        each = _checker(args[0])
+
+        def homogeneous(value: object) -> _Mismatch | None:
+            if not isinstance(value, tuple):
+                return ([], hint, value)
+            for i, item in enumerate(value):
+                bad = each(item)
+                if bad is not None:
+                    return _inside(bad, f"[{i}]")
+            return None
+
+        return homogeneous
+    if not args:
+        return lambda value: None if isinstance(value, tuple) else ([], hint, value)
+    checkers = tuple(_checker(want) for want in args)
+
+    def fixed(value: object) -> _Mismatch | None:
+        if not isinstance(value, tuple) or len(value) != len(checkers):
+            return ([], hint, value)
+        for i, (item, check) in enumerate(zip(value, checkers, strict=True)):
+            bad = check(item)
+            if bad is not None:
+                return _inside(bad, f"[{i}]")
+        return None
+
+    return fixed
+
+
+def _collection_checker(hint: Any, origin: Any, args: tuple[Any, ...]) -> _Checker:
+    kinds: tuple[type, ...] = (list, tuple) if origin is Sequence else (origin,)
+    each = _checker(args[0]) if args else None
+
+    def collection(value: object) -> _Mismatch | None:
+        if not isinstance(value, kinds):
+            return ([], hint, value)
+        if each is not None and isinstance(value, list | tuple | set | frozenset):
+            for item in value:
+                bad = each(item)
+                if bad is not None:
+                    return _inside(bad, "[...]")
+        return None
+
+    return collection
+
+
+def _mapping_checker(hint: Any, args: tuple[Any, ...]) -> _Checker:
+    keys, items = (_checker(args[0]), _checker(args[1])) if args else (None, None)
+
+    def mapping(value: object) -> _Mismatch | None:
+        if not isinstance(value, dict):
+            return ([], hint, value)
+        if keys is not None and items is not None:
+            for key, item in value.items():
+                bad = keys(key)
+                if bad is not None:
+                    return _inside(bad, " key")
+                bad = items(item)
+                if bad is not None:
+                    return _inside(bad, f"[{key!r}]")
+        return None
+
+    return mapping
+
+
+def _declared_fields(cls: Any) -> tuple[tuple[str, Any], ...]:
+    return _field_hints(cls)
+
+
+def _dataclass_checker(hint: Any) -> _Checker:
+    fields: tuple[tuple[str, _Checker], ...] | None = None
+
+    def instance(value: object) -> _Mismatch | None:
+        nonlocal fields
+        if type(value) is not hint:
+            return ([], hint, value)
+        if fields is None:  # compiled on first use: a dataclass may refer to itself
+            fields = tuple((name, _checker(want)) for name, want in _declared_fields(hint))
+        for name, check in fields:
+            bad = check(getattr(value, name))
+            if bad is not None:
+                return _inside(bad, f".{name}")
+        return None
+
+    return instance
 
 
 def _shown(hint: Any) -> str:
