@@ -7,7 +7,7 @@
 2. runs the clauses of the components the adapter provides — PFX (the block hasher;
    PFX-7/PFX-8's optional capability declared ``not provided``), SPL and DIFF-1..3 (the
    splice) — and ECD, whose component SGLang has no counterpart of (declared ``not
-   provided``), in a process per release (``MMSPEC_SGLANG_SRC``),
+   provided``), in a process per release (``MMSPEC_SGLANG_SRC``), ``--jobs`` (2) at once,
    saving ``reports/sglang/<version>.json`` and the full report ``<version>.txt``;
 3. compares: every row must have its declared verdict (``pass`` when undeclared), and
    the components must be the declared ones, so a new failure, a finding that stops
@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +103,30 @@ def compare(version: str, saved: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python adapters/sglang/ci.py")
     parser.add_argument("--skip-tests", action="store_true")
+    parser.add_argument(
+        "--jobs", type=int, default=2, metavar="N",
+        help="releases verified at once, each in a process of its own (default: 2, the "
+        "CI machine's cores)",
+    )
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     fetch = _fetch_module()
-    ok = True
-    for version in PINNED:
+    trees = {version: fetch.fetch(version, quiet=True) for version in PINNED}
+
+    def checked(version: str) -> tuple[list[str], float]:
         started = time.perf_counter()
-        differs = compare(version, verify(version, fetch.fetch(version, quiet=True)))
+        return compare(version, verify(version, trees[version])), time.perf_counter() - started
+
+    # Each release runs in a child process of its own (verify above): threads only wait.
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        outcomes = dict(zip(PINNED, pool.map(checked, PINNED), strict=True))
+    ok = True
+    for version in PINNED:  # printed in the pinned order, whatever finished first
+        differs, seconds = outcomes[version]
         ok &= not differs
         status = "as declared" if not differs else "DIFFERS"
-        print(f"sglang {version}: {status} ({time.perf_counter() - started:.0f} s)")
+        print(f"sglang {version}: {status} ({seconds:.0f} s)")
         for line in differs:
             print(f"  {line}")
     if not args.skip_tests:
