@@ -22,6 +22,7 @@ from harness.grading.grade import SECRET_SEED, GradeReport, ItemStatus, grade
 from harness.grading.rubric import Rubric, load_rubric
 from harness.loader import build_parts, load_adapter
 from harness.runner import Verdict, run_property
+from harness.zoo import discover
 from mmspec import __main__ as launcher
 from properties.framework import Parts, PropertySpec, Runnable, stateless
 from spec.adapter import COMPONENTS
@@ -42,12 +43,19 @@ def _provided(adapter_ref: str) -> set[str]:
 # --- the reference and the template ---------------------------------------------------
 
 
-def test_the_reference_scores_full_marks() -> None:
+def test_the_reference_scores_full_marks_and_passes_every_property_that_kills() -> None:
+    """Full marks in ``ci``; and since the rubric holds every clause, this one grade runs
+    every property, each as ``verify --profile ci`` runs it, so it is also the check that
+    the reference passes every property that kills a zoo entry (else the kill proves
+    nothing, tests/test_zoo.py): passed, and never vacuous (a warning)."""
     report = grade("reference", RUBRIC, "ci", progress=None)
     assert report.score == report.max_score == 100, render(report, "text")
     assert {r.status for r in report.items} == {ItemStatus.PASSED}
     assert not report.warnings and report.load_error is None
     assert all(r.examples > 0 and not r.failures for r in report.items)
+    killers = {entry.killed_by for entry in discover() if entry.needs is None}
+    ran = {name for result in report.items for name in result.properties}
+    assert killers and killers <= ran, sorted(killers - ran)
 
 
 def test_the_unfilled_template_scores_zero_with_every_item_not_provided() -> None:

@@ -5,6 +5,7 @@ and for zoo entries (the same failures, counterexamples and reproducers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import re
@@ -18,7 +19,7 @@ import pytest
 
 from harness.grading.formats import FORMATS, render
 from harness.grading.grade import IN_PROCESS, GradeReport, grade
-from harness.grading.rubric import load_rubric
+from harness.grading.rubric import Rubric, load_rubric
 from harness.isolation import IsolatedSession, Limits, wire
 from harness.isolation.proxy import BadReturnValue, conforms
 from harness.loader import AdapterLoadError
@@ -312,12 +313,28 @@ def _same_reports(in_process: GradeReport, isolated: GradeReport) -> None:
         assert a == b, name
 
 
+def _with_one_engine_machine(rubric: Rubric) -> Rubric:
+    """``rubric`` with its optional engine item holding SYS-12 alone: grading it runs
+    EngineResetMachine only (the one machine that checks SYS-12, and SYS-1..10 with it),
+    where the engine items of the default rubric run all five engine machines."""
+    items = tuple(
+        dataclasses.replace(item, clauses=("SYS-12",)) if "SYS-12" in item.clauses else item
+        for item in rubric.items
+    )
+    return dataclasses.replace(rubric, items=items)
+
+
 def test_the_reference_scores_full_marks_isolated_with_the_same_reports() -> None:
     # small items of most components, and the engine loop composed in the child from the
-    # child's parts; the cache manager's proxies are covered by the zoo test below
-    only = ["EXP-4", "ENC-4", "SPL-5", "SCH-9", "WRK-3", "SYS-1"]
-    in_process = grade("reference", RUBRIC, "ci", only=only)
-    isolated = grade("reference", RUBRIC, "ci", only=only, isolation=Limits())
+    # child's parts (one engine machine: the other four compose the same parts, and
+    # tests/test_grading_reproducer_verified.py grades all five isolated); the cache
+    # manager's proxies are covered by the zoo test below
+    only = ["EXP-4", "ENC-4", "SPL-5", "SCH-9", "WRK-3", "SYS-12"]
+    rubric = _with_one_engine_machine(RUBRIC)
+    in_process = grade("reference", rubric, "ci", only=only)
+    isolated = grade("reference", rubric, "ci", only=only, isolation=Limits())
+    ran = {name for result in isolated.items for name in result.properties}
+    assert "EngineResetMachine" in ran and "EngineMachine" not in ran, ran
     assert isolated.score == isolated.max_score == in_process.score
     assert isolated.max_score > 0
     _same_reports(in_process, isolated)
