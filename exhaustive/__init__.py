@@ -13,5 +13,6 @@ breadth-first order makes the first violation found one with the shortest path.
 * :mod:`.ecm` — the encoder cache manager's scope and operations (ECM-1..9);
 * :mod:`.engine` — the engine loop's scope and operations (SYS-1..10);
 * :mod:`.check` — running both against an adapter, the printed report, and the
-  deterministic grading mode (``--exhaustive``).
+  deterministic grading mode (``--exhaustive``);
+* :mod:`.options` — the command line's ``--exhaustive`` and ``--clone``.
 """

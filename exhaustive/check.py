@@ -16,7 +16,6 @@ scenarios with cache-manager sequences up to depth 8: hours on two cores).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from hypothesis import settings as Settings
 
 from exhaustive.ecm import EcmScope, EcmSpace
 from exhaustive.engine import DRAFTER_CONFIGS, DRAFTER_PROMPTS, EngineScope, EngineSpace
+from exhaustive.options import SCOPE_NAMES
 from exhaustive.search import CloneMode, SearchResult, Violation, explore
 from properties.framework import ClauseViolation, PropertySpec, Runnable
 
@@ -52,6 +52,7 @@ SCOPES = {
         EngineScope(DRAFTER_CONFIGS, DRAFTER_PROMPTS, depth=3),
     ),
 }
+assert tuple(SCOPES) == SCOPE_NAMES  # the command line's choices (exhaustive/options.py)
 
 #: The properties the exhaustive search can stand in for: the state machines.
 COVERED = ("EncoderCacheMachine", "EngineMachine", "EngineDrafterMachine")
@@ -147,26 +148,3 @@ def print_summaries(exhaustive: Exhaustive) -> None:
     for name, result in exhaustive.results.items():
         for line in summary(name, exhaustive.scopes, result):
             print(line, file=sys.stdout)
-
-
-def add_exhaustive_option(parser: argparse.ArgumentParser) -> None:
-    """``--exhaustive [SCOPE]`` and ``--clone`` on ``verify`` and ``grade``."""
-    parser.add_argument(
-        "--exhaustive",
-        nargs="?",
-        const="default",
-        choices=tuple(SCOPES),
-        metavar="SCOPE",
-        help="check the state machines (ECM, SYS) by exhaustive search of every reachable "
-        "state within a scope instead of Hypothesis: 'default' (SPEC.md, minutes), "
-        "'bounded' (seconds) or 'full' (cache-manager depth 8, hours); deterministic, a "
-        "violation comes with a shortest path",
-    )
-    parser.add_argument(
-        "--clone",
-        default="copy",
-        choices=("copy", "replay"),
-        help="with --exhaustive: reach each state by deep-copying its predecessor (fast) "
-        "or by replaying its path on a fresh implementation (for implementations that "
-        "keep state outside their objects)",
-    )

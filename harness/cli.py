@@ -12,26 +12,24 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from exhaustive.check import (
-    COVERED,
-    SCOPES,
-    Exhaustive,
-    add_exhaustive_option,
-    print_summaries,
-)
+from exhaustive.options import add_exhaustive_option
 from harness import baseline as baselines
 from harness import ci_output
-from harness.catalog import registered_properties
+from harness.catalog import (
+    clauses_needing_the_reference,
+    needing_the_reference,
+    registered_properties,
+)
 from harness.declared import DeclarationError, judge, load_declaration, release_of
-from harness.grading.cli import add_grade_command, run_grade
+from harness.grading.cli import EXHAUSTIVE_IN_THE_KIT, add_grade_command, run_grade
 from harness.isolation import IsolatedSession, Limits
 from harness.isolation.options import (
     add_isolation_options,
     limits_from,
     show_submission_output,
 )
-from harness.loader import REFERENCE_REF, AdapterLoadError
-from harness.names import COMMAND
+from harness.loader import NEEDS_REFERENCE, REFERENCE_REF, AdapterLoadError
+from harness.names import COMMAND, HAS_REFERENCE
 from harness.profiles import (
     DEFAULT_PROFILE,
     PROFILES,
@@ -276,10 +274,22 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         return _verify_exhaustive(args, adapter, replay)  # deterministic: no seed to take
     if args.seed is not None:
         replay += f" --seed {args.seed}"
+    only = args.only
+    if not HAS_REFERENCE:  # the student kit: its own properties, the rest on the autograder
+        hidden = [c for c in load_clauses() if c in clauses_needing_the_reference()]
+        asked = [n for n in only or () if n in needing_the_reference() or n in hidden]
+        if asked:
+            print(f"{', '.join(asked)}: {NEEDS_REFERENCE}: graded on the autograder",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        if not only:
+            print(f"student kit: {len(hidden)} clauses are graded on the autograder, each "
+                  f"{NEEDS_REFERENCE}: {', '.join(hidden)}", file=sys.stderr)
+            only = list(registered_properties())
     return _verify(
         adapter,
         args.profile,
-        args.only,
+        only,
         args.save_report,
         args.baseline,
         replay,
@@ -293,6 +303,11 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
 
 def _verify_exhaustive(args: argparse.Namespace, adapter: str, replay: str) -> int:
     """``verify --exhaustive``: the state machines by exhaustive search (docs/exhaustive.md)."""
+    if not HAS_REFERENCE:
+        print(EXHAUSTIVE_IN_THE_KIT, file=sys.stderr)
+        return EXIT_USAGE
+    from exhaustive.check import COVERED, SCOPES, Exhaustive, print_summaries
+
     isolation = limits_from(args)
     # isolated components live in the child and cannot be deep-copied: replay paths there
     exhaustive = Exhaustive(
@@ -362,7 +377,9 @@ def _list() -> int:
     by_clause: dict[str, list[str]] = {}
     for clause, name in plan(clauses, registry):
         by_clause.setdefault(clause, [])
-        if name is not None:
+        if name is not None and name in needing_the_reference():
+            by_clause[clause].append(f"{name} ({NEEDS_REFERENCE})")
+        elif name is not None:
             by_clause[clause].append(name if name in registry else f"{name} (MISSING)")
     for clause_id, names in by_clause.items():
         title = clauses[clause_id].title if clause_id in clauses else "(not in SPEC.md)"

@@ -7,7 +7,8 @@ under test too). numpy has no bfloat16: bfloat16 arrays cross the boundary as th
 Every comparison is of bit patterns, so NaN payloads and signed zeros count.
 
 Precisions beyond the Protocols are optional extensions, found by duck typing
-(:class:`Bfloat16Splice`, :class:`MultiPrecisionEncoder`; the torch adapter has both).
+(:class:`spec.components.Bfloat16Splice`, :class:`spec.components.MultiPrecisionEncoder`;
+the torch adapter has both).
 float32 and float16 are always checked through ``Splice.merge``/``inject``, float32
 through ``Encoder.encode_batch``: a plain implementation is held to the same oracle in
 the precisions it has, and nothing here needs torch.
@@ -28,7 +29,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 from hypothesis import given, note
@@ -46,55 +47,9 @@ from properties.framework import (
 )
 from properties.splice import draw_layout, selection_mask
 from properties.strategies import describe_image, images
-from spec.components import Encoder, Splice
+from spec.components import Bfloat16Splice, Encoder, MultiPrecisionEncoder, Splice
 from spec.errors import MarkerCountError, SpliceCountError
 from spec.types import ImageInput, PlaceholderRange
-
-# --- the optional extensions ------------------------------------------------------------
-
-
-@runtime_checkable
-class Bfloat16Splice(Protocol):
-    """A splice that also computes in bfloat16, bit patterns in and out."""
-
-    def merge_bfloat16(
-        self,
-        inputs_bits: NDArray[Any],
-        mm_embeds: Sequence[NDArray[Any]],
-        is_multimodal: NDArray[Any],
-    ) -> NDArray[Any]:
-        """``merge`` with ``inputs_bits`` and the result as ``uint16`` bfloat16 bit
-        patterns; ``mm_embeds`` are float arrays, rounded to bfloat16."""
-        ...
-
-    def inject_bfloat16(
-        self,
-        input_ids: Sequence[int],
-        text_bits: NDArray[Any],
-        visual_tokens: Sequence[NDArray[Any]],
-        marker_id: int,
-    ) -> NDArray[Any]:
-        """``inject`` in bfloat16, bit patterns in and out."""
-        ...
-
-
-@runtime_checkable
-class MultiPrecisionEncoder(Protocol):
-    """An encoder that computes in several precisions (results as float32 arrays
-    holding that precision's values) and says on which kind of device."""
-
-    @property
-    def device_type(self) -> str:
-        """``cpu`` (batch invariance is bitwise) or an accelerator (``cuda``)."""
-        ...
-
-    @property
-    def precisions(self) -> tuple[str, ...]: ...
-
-    def encode_batch_as(
-        self, items: Sequence[tuple[ImageInput, int]], precision: str
-    ) -> list[NDArray[Any]]: ...
-
 
 # --- the oracle -------------------------------------------------------------------------
 

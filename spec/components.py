@@ -310,6 +310,51 @@ class Splice(Protocol):
 
 
 @runtime_checkable
+class Bfloat16Splice(Protocol):
+    """Optional (DIFF-1..3): a splice that also computes in bfloat16, bit patterns in and
+    out (numpy has no bfloat16). Found by duck typing; the torch adapter has it."""
+
+    def merge_bfloat16(
+        self,
+        inputs_bits: NDArray[Any],
+        mm_embeds: Sequence[NDArray[Any]],
+        is_multimodal: NDArray[Any],
+    ) -> NDArray[Any]:
+        """``merge`` with ``inputs_bits`` and the result as ``uint16`` bfloat16 bit
+        patterns; ``mm_embeds`` are float arrays, rounded to bfloat16."""
+        ...
+
+    def inject_bfloat16(
+        self,
+        input_ids: Sequence[int],
+        text_bits: NDArray[Any],
+        visual_tokens: Sequence[NDArray[Any]],
+        marker_id: int,
+    ) -> NDArray[Any]:
+        """``inject`` in bfloat16, bit patterns in and out."""
+        ...
+
+
+@runtime_checkable
+class MultiPrecisionEncoder(Protocol):
+    """Optional (DIFF-4): an encoder that computes in several precisions (results as
+    float32 arrays holding that precision's values) and says on which kind of device.
+    Found by duck typing; the torch adapter has it."""
+
+    @property
+    def device_type(self) -> str:
+        """``cpu`` (batch invariance is bitwise) or an accelerator (``cuda``)."""
+        ...
+
+    @property
+    def precisions(self) -> tuple[str, ...]: ...
+
+    def encode_batch_as(
+        self, items: Sequence[tuple[ImageInput, int]], precision: str
+    ) -> list[NDArray[Any]]: ...
+
+
+@runtime_checkable
 class SchedulingHook(Protocol):
     """The encoder-scheduling hook (SCH), vLLM's
     ``Scheduler._try_schedule_encoder_inputs``. Built from a ``SchedulerConfig``."""

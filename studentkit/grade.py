@@ -3,12 +3,15 @@
 
     python grade.py path/to/your/adapter.py [--only NAME ...] [--seed S] [--format ...]
 
-The same grader as the autograder's — the same properties, profile and rubric items —
-run from this folder. The kit has no reference implementation: an item whose check
-would need the reference to stand in for a component you do not provide reads "needs
-the reference" (graded on the autograder, no points here), and no reproducer scripts
-are written (replay a failure with the command the report prints). Every option of
-``python -m properties grade`` works here (``python grade.py --help``).
+The same grader as the autograder's — the same properties, profile and seed — run from
+this folder on the course's public items. The kit has no reference (neither the
+reference implementation nor the models and oracles the checks compare with): a hidden
+item (``autograder_only = true`` in rubrics/default.toml), or one whose check would need
+the reference to stand in for a component you do not provide, reads "needs the
+reference" (graded on the autograder, no points here), and no reproducer scripts are
+written (replay a failure with the command the report prints). Every option of
+``python -m properties grade`` works here (``python grade.py --help``) but
+``--exhaustive``, the autograder's.
 """
 
 from __future__ import annotations

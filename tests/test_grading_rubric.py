@@ -64,6 +64,14 @@ def test_a_minimal_rubric_parses() -> None:
     assert (item.number, item.name, item.points) == (1, "Eviction", 10.0)
     assert item.visibility == "visible"
     assert item.clauses == ("ECM-5",)
+    assert item.autograder_only is False  # graded by the kit too, unless marked
+
+
+def test_autograder_only_marks_a_hidden_item_and_must_be_a_boolean() -> None:
+    rubric = parse_rubric('title = "t"\n' + GOOD_ITEM + "autograder_only = true\n")
+    assert rubric.items[0].autograder_only is True
+    with pytest.raises(RubricError, match="autograder_only must be true or false"):
+        parse_rubric('title = "t"\n' + GOOD_ITEM + 'autograder_only = "yes"\n')
 
 
 def test_every_problem_of_a_broken_rubric_is_listed_at_once() -> None:

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from properties import differential
+from spec import components
 from spec.types import GatherSpec, PlaceholderRange, WorkerStep
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -284,9 +285,9 @@ def test_the_adapter_meets_the_protocols_and_the_extensions(torch_modules: dict[
 
     adapter = torch_modules["adapter"].ADAPTER
     assert check_adapter(adapter) == []
-    assert isinstance(adapter.splice(), differential.Bfloat16Splice)
+    assert isinstance(adapter.splice(), components.Bfloat16Splice)
     encoder = adapter.encoder(4)
-    assert isinstance(encoder, differential.MultiPrecisionEncoder)
+    assert isinstance(encoder, components.MultiPrecisionEncoder)
     assert encoder.precisions == ("float32", "float16", "bfloat16")
 
 

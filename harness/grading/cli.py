@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from exhaustive.check import SCOPES, Exhaustive, add_exhaustive_option
-from exhaustive.search import CloneMode
+from exhaustive.options import add_exhaustive_option
 from harness.grading.formats import FORMATS, render
 from harness.grading.grade import GRADING_PROFILE, GradeReport, grade
 from harness.grading.rubric import RubricError, load_rubric
@@ -21,8 +21,13 @@ from harness.isolation.options import (
     limits_from,
     show_submission_output,
 )
-from harness.loader import REFERENCE_REF
+from harness.loader import NEEDS_REFERENCE, REFERENCE_REF
+from harness.names import HAS_REFERENCE
 from harness.profiles import PROFILES
+
+if TYPE_CHECKING:  # the student kit holds no exhaustive search (it drives the models)
+    from exhaustive.check import Exhaustive
+    from exhaustive.search import CloneMode
 
 EXIT_FULL_MARKS, EXIT_POINTS_LOST, EXIT_USAGE = 0, 1, 2
 
@@ -105,7 +110,25 @@ def _clone_mode(args: argparse.Namespace) -> CloneMode:
     return mode
 
 
+#: ``--exhaustive`` in the student kit, which holds neither the searches nor the models.
+EXHAUSTIVE_IN_THE_KIT = (
+    f"--exhaustive: the state machines it searches (ECM, SYS) {NEEDS_REFERENCE}: "
+    "they are graded on the autograder"
+)
+
+
+def _exhaustive(args: argparse.Namespace) -> Exhaustive | None:
+    if not args.exhaustive:
+        return None
+    from exhaustive.check import SCOPES, Exhaustive  # not in the student kit
+
+    return Exhaustive(SCOPES[args.exhaustive], clone=_clone_mode(args))
+
+
 def run_grade(args: argparse.Namespace) -> int:
+    if args.exhaustive and not HAS_REFERENCE:
+        print(EXHAUSTIVE_IN_THE_KIT, file=sys.stderr)
+        return EXIT_USAGE
     try:
         rubric = load_rubric(args.rubric)
         if args.seed_file:
@@ -130,11 +153,7 @@ def run_grade(args: argparse.Namespace) -> int:
             progress=progress,
             isolation=limits_from(args),
             jobs=args.jobs,
-            exhaustive=(
-                Exhaustive(SCOPES[args.exhaustive], clone=_clone_mode(args))
-                if args.exhaustive
-                else None
-            ),
+            exhaustive=_exhaustive(args),
         )
     except ValueError as e:
         print(str(e), file=sys.stderr)

@@ -13,15 +13,17 @@ with the instructor's seed when one is given. Each item then gets one status:
   raises ``NotImplementedError`` (the student template's unfilled stubs);
 - ``not attempted`` — the adapter declares, in ``Adapter.not_attempted``, a capability
   the item needs; its properties are not run;
-- ``needs the reference`` — the student kit only (a copy without ``reference/``): a
-  property of the item uses a component the adapter lacks, for which the reference would
-  stand in; it is not judged here (0 points here, graded on the autograder).
+- ``needs the reference`` — the student kit only (a copy without the reference): the
+  item is one of the course's hidden tests (``autograder_only``, or a property of it is
+  not in the kit: it compares with the reference's models and oracles), or a property of
+  it uses a component the adapter lacks, for which the reference would stand in; it is
+  not judged here (0 points here, graded on the autograder).
 
 Then, for each failure, the minimal failing test case is replayed once more with the
 components recorded (:mod:`harness.grading.recording`) and turned into a standalone
 reproducer script (:mod:`harness.grading.reproducer`).
 
-Over 400 lines (772) because one grade from verdicts to rubric items, reproducers and
+Over 400 lines (828) because one grade from verdicts to rubric items, reproducers and
 the report, in the order a grade is made.
 """
 
@@ -33,11 +35,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hypothesis.reporting import with_reporter
 
-from exhaustive.check import Exhaustive
-from harness.catalog import registered_properties
+from harness.catalog import (
+    clauses_needing_the_reference,
+    needing_the_reference,
+    registered_properties,
+)
 from harness.grading.counterexample import narration, numbered, parse_blob
 from harness.grading.recording import recording_parts
 from harness.grading.report_text import quoted, safe_report
@@ -53,6 +59,7 @@ from harness.grading.rubric import DEFAULT_RUBRIC, Rubric, RubricItem
 from harness.isolation import IsolatedSession, Limits
 from harness.isolation.proxy import ImplementationDied
 from harness.loader import (
+    NEEDS_REFERENCE,
     REFERENCE_REF,
     AdapterLoadError,
     LoadedAdapter,
@@ -73,6 +80,10 @@ from harness.runner import (
     verify,
 )
 from properties.framework import EXPLICIT_EXAMPLES, each_example
+from spec.clauses import load_clauses
+
+if TYPE_CHECKING:  # the student kit holds no exhaustive search: it needs the models
+    from exhaustive.check import Exhaustive
 
 #: The profile grading runs in unless told otherwise (derandomized, fixed counts).
 GRADING_PROFILE = "grading"
@@ -263,9 +274,14 @@ def _graded(
         for name in sorted(declared - rubric.capabilities.keys())
     ]
     attempted = [item for item in items if not item.capabilities & declared]
-    clauses = list(dict.fromkeys(c for item in attempted for c in item.clauses))
-    say(f"grading {adapter_ref} ({loaded.name}): {len(attempted)} of {len(items)} items, "
-        f"{len(clauses)} clauses, profile {profile}, seed {'set' if seed is not None else 'none'}")
+    hidden = [item for item in attempted if _hidden_here(item)]
+    clauses = list(
+        dict.fromkeys(c for item in attempted if item not in hidden for c in item.clauses)
+    )
+    elsewhere = f" ({len(hidden)} graded on the autograder only)" if hidden else ""
+    say(f"grading {adapter_ref} ({loaded.name}): {len(attempted)} of {len(items)} items"
+        f"{elsewhere}, {len(clauses)} clauses, profile {profile}, "
+        f"seed {'set' if seed is not None else 'none'}")
     report = (
         verify(
             adapter_ref,
@@ -297,6 +313,8 @@ def _graded(
     for item in items:
         if item not in attempted:
             results.append(_not_attempted(item, declared, rubric))
+        elif item in hidden:
+            results.append(_graded_on_the_autograder(item))
         else:
             assert report is not None
             results.append(_item_result(item, report, rubric, details))
@@ -320,11 +338,14 @@ def _selected(rubric: Rubric, only: Sequence[str] | None) -> list[RubricItem]:
     if not only:
         return list(rubric.items)
     registry = registered_properties()
+    absent = needing_the_reference()  # the student kit's hidden properties
     wanted: set[str] = set()
     unknown = []
     for name in only:
         if name in registry:
             wanted.update(registry[name].clauses)
+        elif name in absent:
+            wanted.update(c.id for c in load_clauses().values() if name in c.checked_by)
         elif any(name in item.clauses or name == item.name for item in rubric.items):
             wanted.add(name)
         else:
@@ -386,6 +407,24 @@ def _not_attempted(item: RubricItem, declared: frozenset[str], rubric: Rubric) -
         ItemStatus.NOT_ATTEMPTED,
         0.0,
         f"the adapter declares it does not attempt {', '.join(names)} ({meaning})",
+    )
+
+
+def _hidden_here(item: RubricItem) -> bool:
+    """Whether this copy cannot grade the item: the student kit, for an item marked
+    ``autograder_only`` or one a property of which the kit does not hold."""
+    if HAS_REFERENCE:
+        return False
+    return item.autograder_only or bool(set(item.clauses) & clauses_needing_the_reference())
+
+
+def _graded_on_the_autograder(item: RubricItem) -> ItemResult:
+    return ItemResult(
+        item,
+        ItemStatus.NEEDS_REFERENCE,
+        0.0,
+        f"{', '.join(item.clauses)}: a hidden item, which {NEEDS_REFERENCE}: graded on the "
+        "autograder",
     )
 
 

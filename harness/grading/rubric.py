@@ -17,8 +17,17 @@ one :class:`RubricError`, as the adapter loader does for adapters. The format::
     description = "..."       # optional
     capabilities = ["..."]    # optional: the item is "not attempted" when the adapter's
                               # ``not_attempted`` names any of them
+    autograder_only = true    # optional (default false): graded on the autograder only
 
 A clause belongs to at most one item, so a failure never costs points twice.
+
+``autograder_only`` marks the course's hidden tests: items whose properties need the
+reference (``reference/``, or the models and oracles the properties compare with), which
+the student kit does not hold (docs/grading.md, "Public and hidden items"). The full
+grader grades such an item like any other; the student kit does not run it, and reports
+it "needs the reference" (graded on the autograder, 0 points there).
+``studentkit/make_kit.py`` marks every item that needs the reference in the kit's public
+rubric, whether the course's rubric says so or not.
 """
 
 from __future__ import annotations
@@ -40,7 +49,9 @@ DEFAULT_RUBRIC = HOME / "rubrics" / "default.toml"  # installed: package data
 VISIBILITIES: tuple[str, ...] = ("visible", "after_published", "after_due_date", "hidden")
 
 _TOP_KEYS = frozenset({"title", "capabilities", "items"})
-_ITEM_KEYS = frozenset({"name", "points", "visibility", "clauses", "description", "capabilities"})
+_ITEM_KEYS = frozenset(
+    {"name", "points", "visibility", "clauses", "description", "capabilities", "autograder_only"}
+)
 
 
 class RubricError(Exception):
@@ -65,6 +76,8 @@ class RubricItem:
     clauses: tuple[str, ...]
     description: str = ""
     capabilities: frozenset[str] = frozenset()
+    #: Graded on the autograder only: the student kit reports it "needs the reference".
+    autograder_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,6 +217,10 @@ def _item(
             problems.append(
                 f"{where}: capability {capability!r} is not declared in [capabilities]"
             )
+    autograder_only = raw.get("autograder_only", False)
+    if not isinstance(autograder_only, bool):
+        problems.append(f"{where}: autograder_only must be true or false")
+        autograder_only = False
     return RubricItem(
         number=number,
         name=name.strip(),
@@ -212,6 +229,7 @@ def _item(
         clauses=tuple(clause_list),
         description=description.strip(),
         capabilities=frozenset(needs),
+        autograder_only=autograder_only,
     )
 
 

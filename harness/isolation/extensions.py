@@ -14,11 +14,12 @@ exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would
 from __future__ import annotations
 
 from harness.loader import protocol_members
-from properties.differential import Bfloat16Splice, MultiPrecisionEncoder
 from spec.components import (
     AsyncEngine,
+    Bfloat16Splice,
     EncoderCacheBookkeeping,
     IdentityBlockHasher,
+    MultiPrecisionEncoder,
     RequestIdentifiedHasher,
     ResettableEncoderCache,
     ResettableEngine,

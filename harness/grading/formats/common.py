@@ -146,8 +146,10 @@ def header_lines(report: GradeReport) -> list[str]:
     ]
     if not HAS_REFERENCE:
         lines.append(
-            "student kit: no reference implementation here, so what needs it is graded on "
-            "the autograder (\"needs the reference\"), and no reproducer scripts are written"
+            "student kit: no reference here (neither reference/ nor the models and oracles "
+            "the properties compare with), so what needs it is graded on the autograder "
+            "(\"needs the reference\": the rubric's autograder_only items, the hidden "
+            "ones), and no reproducer scripts are written"
         )
     if report.provenance:
         lines.append("components (graded where the adapter provides them):")
