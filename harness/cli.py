@@ -68,6 +68,13 @@ def _environment_profile() -> str:
     return DEFAULT_PROFILE
 
 
+#: ``verify --help`` ends with these (README.md, "Exit status" of verify, says the same).
+VERIFY_EXIT_STATUSES = (
+    "exit status: 0 when every row is pass or not provided, 1 otherwise, 2 when the "
+    "adapter is malformed or the command line is wrong"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=COMMAND,
@@ -79,7 +86,11 @@ def _parser() -> argparse.ArgumentParser:
         version=f"mmspec {mmspec_version()} (SPEC.md digest {spec_digest()})",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("verify", help="run the properties and print one verdict per clause")
+    run = commands.add_parser(
+        "verify",
+        help="run the properties and print one verdict per clause",
+        epilog=VERIFY_EXIT_STATUSES,
+    )
     run.add_argument(
         "--adapter",
         default=REFERENCE_REF,

@@ -36,6 +36,13 @@ EXIT_FULL_MARKS, EXIT_POINTS_LOST, EXIT_USAGE = 0, 1, 2
 DEFAULT_JOBS = 2
 
 
+#: ``grade --help`` ends with these (the module docstring says the same).
+GRADE_EXIT_STATUSES = (
+    "exit status: 0 with full marks, 1 otherwise, 2 when the command line or the rubric "
+    "is wrong or the adapter cannot be loaded (the report is still written then)"
+)
+
+
 def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``grade`` on the ``python -m properties`` command line."""
     parser = commands.add_parser(
@@ -44,6 +51,7 @@ def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentPars
         description="Run the properties a rubric needs against an adapter and report a "
         "score per rubric item, with a minimal counterexample and a standalone "
         "reproducer script for every failure (docs/grading.md).",
+        epilog=GRADE_EXIT_STATUSES,
     )
     parser.add_argument(
         "adapter",
