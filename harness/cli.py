@@ -43,8 +43,10 @@ from spec.clauses import load_clauses, mmspec_version, spec_digest
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+def main(argv: Sequence[str] | None = None, grade_prog: str | None = None) -> int:
+    """The command line. ``grade_prog``: how ``grade``'s usage and help name the command
+    (the student kit's ``python grade.py``; default ``python -m properties grade``)."""
+    parser = _parser(grade_prog)
     args = parser.parse_args(argv)
     if args.command == "grade":
         return run_grade(args)
@@ -75,7 +77,7 @@ VERIFY_EXIT_STATUSES = (
 )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(grade_prog: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=COMMAND,
         description="Run the executable specification's properties against an adapter.",
@@ -140,7 +142,7 @@ def _parser() -> argparse.ArgumentParser:
     add_isolation_options(run, isolated_by_default=False)
     add_exhaustive_option(run)
     commands.add_parser("list", help="list the clauses and the properties that check them")
-    add_grade_command(commands)
+    add_grade_command(commands, prog=grade_prog)
     return parser
 
 

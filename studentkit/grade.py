@@ -26,4 +26,4 @@ if str(KIT) not in sys.path:
 from harness.cli import main  # noqa: E402 - needs the kit on sys.path
 
 if __name__ == "__main__":
-    raise SystemExit(main(["grade", *sys.argv[1:]]))
+    raise SystemExit(main(["grade", *sys.argv[1:]], grade_prog="python grade.py"))

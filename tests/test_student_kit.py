@@ -252,6 +252,8 @@ def test_the_kit_says_where_its_hidden_items_are_graded(
     ) in report
     assert re.search(r"Done 4: eviction +0/10 +needs the reference", report), report
     assert re.search(r"Toy encoder: shape and batching +0/2 +not provided", report), report
+    helped = _in_kit(kit, "grade.py", "--help")  # issue 33, item 8: named as it is run
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: python grade.py ")
     exhaustive = _in_kit(kit, "grade.py", template, "--exhaustive", "bounded")
     assert exhaustive.returncode == 2
     assert "needs the reference (not in the student kit): they are graded on the autograder" \

@@ -43,10 +43,14 @@ GRADE_EXIT_STATUSES = (
 )
 
 
-def add_grade_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``grade`` on the ``python -m properties`` command line."""
+def add_grade_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], prog: str | None = None
+) -> None:
+    """Register ``grade`` on the ``python -m properties`` command line (``prog``: the
+    command its usage names, when it is run as another, e.g. the kit's ``grade.py``)."""
     parser = commands.add_parser(
         "grade",
+        prog=prog,
         help="grade an adapter against a rubric (score per item, reports, reproducers)",
         description="Run the properties a rubric needs against an adapter and report a "
         "score per rubric item, with a minimal counterexample and a standalone "
