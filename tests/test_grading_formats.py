@@ -6,6 +6,7 @@ Gradescope's format, JSON complete, text and Markdown readable."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 
 import jsonschema
@@ -112,6 +113,13 @@ def test_text_and_markdown_read_well(reports: dict[str, GradeReport]) -> None:
     assert markdown.startswith("# mmspec grade: ")
     assert "| # | item | points | status | clauses |" in markdown
     assert "<details><summary>Reproducer" in markdown and "```python" in markdown
+    # the components: one nested line per implementation, each component named once
+    # (issue 33, item 8: they were one line of eleven)
+    header = markdown.split("\n- **components:**\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert header and all(line.startswith("  - ") for line in header), header
+    named = [c for line in header for c in re.findall(r"`([a-z_]+)`", line.split(": ", 1)[1])]
+    assert sorted(named) == sorted(reports["failure"].provenance), header
+    assert len(header) == len({*reports["failure"].provenance.values()}), header
     template = render(reports["template"], "text")
     assert template.count("not provided") >= len(RUBRIC.items)
     not_loaded = render(reports["not loaded"], "text")

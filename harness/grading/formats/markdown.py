@@ -30,8 +30,7 @@ def render_markdown(report: GradeReport) -> str:
         f"- **score:** {score_line(report)}",
     ]
     if report.provenance:
-        owners = ", ".join(f"{c}: {owner_text(report, o)}" for c, o in report.provenance.items())
-        lines.append(f"- **components:** {_cell(owners)}")
+        lines += ["- **components:**", *_components(report)]
     errors = load_error_lines(report)
     if errors:
         lines += ["", "```text", *errors, "```"]
@@ -49,6 +48,18 @@ def render_markdown(report: GradeReport) -> str:
         lines += ["", "## Warnings", "", *(f"- {_cell(w)}" for w in report.warnings)]
     lines += ["", f"_Graded in {report.seconds:.1f} s._"]
     return "\n".join(lines) + "\n"
+
+
+def _components(report: GradeReport) -> list[str]:
+    """One nested line per implementation, naming the components it stood behind (one
+    line of eleven components and their owners did not read; issue 33, item 8)."""
+    by_owner: dict[str, list[str]] = {}
+    for component, owner in report.provenance.items():
+        by_owner.setdefault(owner_text(report, owner), []).append(component)
+    return [
+        f"  - {_cell(owner)}: {', '.join(_code(c) for c in components)}"
+        for owner, components in by_owner.items()
+    ]
 
 
 def _section(result: ItemResult) -> list[str]:
