@@ -12,7 +12,16 @@ A violation raises :class:`~properties.framework.ClauseViolation` — of a subcl
 after its clause (``ClauseViolation[ECM-5]``), with the clause id as ``.clause`` — and
 Hypothesis shrinks it to a minimal program of the machine's rules, narrated. Settings are
 the caller's (``TestMyCache.settings = settings(max_examples=...)``, or a loaded
-Hypothesis profile).
+Hypothesis profile) — left alone, that is Hypothesis' default of 100 programs of up to
+50 steps with the explain phase: half the programs the command line runs (``verify
+--profile ci`` gives every machine but the item cache's 200 programs of 30 steps,
+derandomized, without the explain phase's slow tracing), so a bug the command line
+catches may slip by, more slowly. :func:`mmspec_settings` gives a machine the command
+line's settings::
+
+    Machine = encoder_cache(lambda size: MyCache(size))
+    TestMyCache = Machine.TestCase
+    TestMyCache.settings = mmspec_settings(Machine)        # or mmspec_settings(Machine, "dev")
 
 ``item_cache(factory)`` is FIC-1..3's machine the same way, over the front-end item
 cache pair (``spec.components.ItemCache``); ``engine_resets(factory)`` SYS-1..12's
@@ -34,12 +43,15 @@ as the command line does.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+from hypothesis import settings
 from hypothesis.stateful import RuleBasedStateMachine
 
 from harness.loader import REFERENCE_REF, build_parts, load_adapter
+from harness.profiles import profile_settings
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
 from properties.engine_async_drafter_machine import (
@@ -48,13 +60,13 @@ from properties.engine_async_drafter_machine import (
 )
 from properties.engine_async_machine import async_probe, engine_async_machine_class
 from properties.engine_drafter_machine import drafter_probe, engine_drafter_machine_class
-from properties.engine_machine import engine_machine
+from properties.engine_machine import ENGINE_EXAMPLES_SCALE, engine_machine
 from properties.engine_reset_machine import (
     engine_reset_machine_class,
     resets_probe,
     weights_probe,
 )
-from properties.framework import Parts, machine
+from properties.framework import Parts, Runnable, machine
 from properties.item_cache_machine import item_cache_machine
 from spec.adapter import Adapter, EngineParts
 from spec.components import EncoderCacheManager, EngineLoop, ItemCache
@@ -105,14 +117,14 @@ def encoder_cache(
     adapter = Adapter(
         name="encoder_cache", encoder_cache_manager=_with_capabilities(factory, reset, bookkeeping)
     )
-    return _machine_class(encoder_cache_machine(build_parts(adapter, None)).machine_class)
+    return _machine_class(encoder_cache_machine(build_parts(adapter, None)))
 
 
 def item_cache(factory: Callable[[int], ItemCache]) -> type[RuleBasedStateMachine]:
     """FIC-1..3's machine (``ItemCacheMachine``) over ``factory(capacity_in_bytes)``: the
     front-end item cache pair (``spec.components.ItemCache``)."""
     adapter = Adapter(name="item_cache", item_cache=factory)
-    return _machine_class(item_cache_machine(build_parts(adapter, None)).machine_class)
+    return _machine_class(item_cache_machine(build_parts(adapter, None)))
 
 
 def engine(
@@ -122,7 +134,7 @@ def engine(
     """SYS-1..10's machine (``EngineMachine``) over ``factory(config, parts)``; the
     components it is handed are ``components`` (``hasher=...``, ``encoder=...``, ...)
     where given, the reference's elsewhere."""
-    return _machine_class(engine_machine(_engine_parts(factory, components)).machine_class)
+    return _machine_class(engine_machine(_engine_parts(factory, components)))
 
 
 def engine_resets(
@@ -138,7 +150,7 @@ def engine_resets(
     if no_resets and no_updates:
         raise TypeError(f"engine_resets needs resets or weight updates: {no_resets}; {no_updates}")
     built = engine_reset_machine_class(parts, no_resets is None, no_updates is None)
-    return _machine_class(machine(built).machine_class)
+    return _machine_class(machine(built, examples_scale=ENGINE_EXAMPLES_SCALE))
 
 
 def engine_drafter(
@@ -152,7 +164,9 @@ def engine_drafter(
     lacking = drafter_probe(parts)
     if lacking:
         raise TypeError(f"engine_drafter needs a drafter: {lacking}")
-    return _machine_class(machine(engine_drafter_machine_class(parts)).machine_class)
+    return _machine_class(
+        machine(engine_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    )
 
 
 def engine_async(
@@ -166,7 +180,9 @@ def engine_async(
     lacking = async_probe(parts)
     if lacking:
         raise TypeError(f"engine_async needs async scheduling: {lacking}")
-    return _machine_class(machine(engine_async_machine_class(parts)).machine_class)
+    return _machine_class(
+        machine(engine_async_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    )
 
 
 def engine_async_drafter(
@@ -181,7 +197,9 @@ def engine_async_drafter(
     lacking = async_drafter_probe(parts)
     if lacking:
         raise TypeError(f"engine_async_drafter needs async scheduling and a drafter: {lacking}")
-    return _machine_class(machine(engine_async_drafter_machine_class(parts)).machine_class)
+    return _machine_class(
+        machine(engine_async_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    )
 
 
 def _engine_parts(
@@ -199,6 +217,29 @@ def _engine_parts(
     return build_parts(adapter, reference)
 
 
-def _machine_class(machine: type[RuleBasedStateMachine] | None) -> type[RuleBasedStateMachine]:
+#: Each machine class these functions made -> how many times a profile's ``max_examples``
+#: the command line runs it (``Runnable.examples_scale``).
+_EXAMPLES_SCALE: weakref.WeakKeyDictionary[type[RuleBasedStateMachine], int] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def mmspec_settings(machine: type[RuleBasedStateMachine], profile: str = "ci") -> settings:
+    """The settings ``python -m properties verify --profile PROFILE`` runs ``machine`` (a
+    class made by a function of this module) under: mmspec's own settings object for
+    the profile (never a registered Hypothesis profile, so the caller's stay as they are),
+    with the machine's examples as the command line counts them. Without a database, as
+    ``harness.profiles.profile_settings`` gives them; set ``database=`` to keep failures."""
+    if machine not in _EXAMPLES_SCALE:
+        raise ValueError(
+            f"{machine.__name__} was not made by harness.machines (encoder_cache, engine, ...)"
+        )
+    base = profile_settings(profile)
+    return settings(base, max_examples=base.max_examples * _EXAMPLES_SCALE[machine])
+
+
+def _machine_class(runnable: Runnable) -> type[RuleBasedStateMachine]:
+    machine = runnable.machine_class
     assert machine is not None, "properties.framework.machine sets it"
+    _EXAMPLES_SCALE[machine] = runnable.examples_scale
     return machine

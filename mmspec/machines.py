@@ -11,6 +11,7 @@ from mmspec.harness.machines import (  # type: ignore[import-not-found, import-u
     engine_drafter,
     engine_resets,
     item_cache,
+    mmspec_settings,
 )
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "engine_drafter",
     "engine_resets",
     "item_cache",
+    "mmspec_settings",
 ]

@@ -37,7 +37,12 @@ from properties.engine_drafter_machine import (
     drafter_probe,
     engine_drafter_machine_class,
 )
-from properties.engine_machine import ENGINE_SUBJECT, ENGINE_USES, SYS_CLAUSES
+from properties.engine_machine import (
+    ENGINE_EXAMPLES_SCALE,
+    ENGINE_SUBJECT,
+    ENGINE_USES,
+    SYS_CLAUSES,
+)
 from properties.engine_strategies import RawImage, scenarios
 from properties.framework import Parts, Runnable, clause_property, machine, probed_engine
 from spec.components import AsyncEngine, EngineSnapshot, SpeculativeEngine, StepOutput
@@ -91,7 +96,7 @@ def engine_async_drafter_machine(parts: Parts) -> Runnable:
     if async_drafter_probe(parts) is not None:
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
-    return machine(engine_async_drafter_machine_class(parts), examples_scale=2)
+    return machine(engine_async_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
 
 
 def engine_async_drafter_machine_class(parts: Parts) -> type[Any]:

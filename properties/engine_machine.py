@@ -139,6 +139,8 @@ ENGINE_SUBJECT: tuple[ComponentName, ...] = (
     "worker_store",
 )
 ENGINE_USES: tuple[ComponentName, ...] = ("encoder", "hasher")
+#: Every engine machine runs twice the profile's programs (see engine_machine for why).
+ENGINE_EXAMPLES_SCALE = 2
 
 
 @clause_property(
@@ -154,7 +156,7 @@ def engine_machine(parts: Parts) -> Runnable:
     # Twice the profile's runs: the transitions SPEC.md declares for this machine are
     # rare enough that 100 runs under some seeds reach one (``doorstep_truncation``)
     # fewer than 5 times (seed 231198249: 0): VACUOUS, under a sweep of fresh seeds.
-    return machine(engine_machine_class(parts), examples_scale=2)
+    return machine(engine_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
 
 
 def engine_machine_class(

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from properties.engine_machine import (
+    ENGINE_EXAMPLES_SCALE,
     ENGINE_SUBJECT,
     ENGINE_USES,
     SYS_CLAUSES,
@@ -138,7 +139,8 @@ def engine_reset_machine(parts: Parts) -> Runnable:
     if not (can_reset or can_update):
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
-    return machine(engine_reset_machine_class(parts, can_reset, can_update), examples_scale=2)
+    built = engine_reset_machine_class(parts, can_reset, can_update)
+    return machine(built, examples_scale=ENGINE_EXAMPLES_SCALE)
 
 
 def engine_reset_machine_class(parts: Parts, can_reset: bool, can_update: bool) -> type[Any]:

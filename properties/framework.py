@@ -257,6 +257,8 @@ class Runnable:
     #: For a machine: the class itself (its instances count in ``examples`` and record
     #: into ``transitions``), for drivers other than Hypothesis (the exhaustive checker).
     machine_class: type[RuleBasedStateMachine] | None = None
+    #: For a machine: how many times the profile's ``max_examples`` it runs (:func:`machine`).
+    examples_scale: int = 1
 
 
 #: ``Runnable.replay`` for a failure found in an explicit ``@example``, for which
@@ -335,7 +337,9 @@ class TransitionRecorder:
 def machine(cls: type[RuleBasedStateMachine], examples_scale: int = 1) -> Runnable:
     """Wrap a state machine class (a ``TransitionRecorder`` subclass). ``examples_scale``
     multiplies the profile's ``max_examples`` for this machine (see its caller for why)."""
-    runnable = Runnable(run=lambda s: None, machine_name=cls.__name__)
+    runnable = Runnable(
+        run=lambda s: None, machine_name=cls.__name__, examples_scale=examples_scale
+    )
     counter = runnable.transitions
 
     class Counted(cls):  # type: ignore[valid-type, misc]

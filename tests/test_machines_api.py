@@ -159,3 +159,36 @@ def test_the_item_cache_machine_takes_a_pair_factory() -> None:
     with pytest.raises(ClauseViolation) as raised:
         machine.TestCase("runTest").runTest()
     assert raised.value.clause == "FIC-1"
+
+
+def test_mmspec_settings_are_the_command_lines_for_each_machine() -> None:
+    """Issue 33, item 8: the machines run under the caller's settings (Hypothesis' default:
+    100 programs), half what ``verify`` runs; ``mmspec_settings`` gives them the command
+    line's: the profile's settings with each machine's programs as the registry counts them."""
+    from harness.loader import build_parts, load_adapter
+    from harness.machines import item_cache, mmspec_settings
+    from harness.profiles import profile_settings
+    from properties.framework import REGISTRY
+    from reference.item_cache import ItemCache
+
+    parts = build_parts(load_adapter("reference").adapter, None)
+    scale = {}
+    for spec in REGISTRY.values():
+        runnable = spec.build(parts)
+        if runnable.machine_name is not None:
+            scale[runnable.machine_name] = runnable.examples_scale
+    made = [
+        encoder_cache(EncoderCacheManager), item_cache(ItemCache), engine(EngineLoop),
+        engine_resets(EngineLoop), engine_drafter(EngineLoop), engine_async(EngineLoop),
+        engine_async_drafter(EngineLoop),
+    ]
+    for profile in ("ci", "dev"):
+        base = profile_settings(profile)
+        for machine in made:
+            ours = mmspec_settings(machine, profile)
+            assert ours.max_examples == base.max_examples * scale[machine.__name__], machine
+            for field in ("stateful_step_count", "derandomize", "phases", "database"):
+                assert getattr(ours, field) == getattr(base, field), (machine, field)
+    assert scale["EncoderCacheMachine"] == 2 and scale["ItemCacheMachine"] == 1
+    with pytest.raises(ValueError, match="not made by harness.machines"):
+        mmspec_settings(type("Other", (), {}))  # type: ignore[arg-type]

@@ -209,7 +209,8 @@ assert profiles.EXAMPLES_ROOT == Path.cwd() / ".hypothesis" / "examples"
 assert release_wheel.CACHE_ROOT == Path.cwd()  # never inside the installed package
 import mmspec.machines
 from mmspec.reference.encoder_cache import EncoderCacheManager
-assert mmspec.machines.encoder_cache(EncoderCacheManager, reset=True).TestCase
+Machine = mmspec.machines.encoder_cache(EncoderCacheManager, reset=True)
+assert Machine.TestCase and mmspec.machines.mmspec_settings(Machine).max_examples == 200
 print("version", mmspec.__version__)
 '''
 
