@@ -10,16 +10,29 @@
 - :func:`github_annotations` and :func:`step_summary` — under GitHub Actions
   (``GITHUB_ACTIONS=true``), an ``::error`` line per failing row and a Markdown summary
   appended to ``$GITHUB_STEP_SUMMARY``.
+
+Sized for what CI shows (issue 33, item 7): a property's time is shared among its rows
+(a machine's run once, not once per clause), so the test cases' times add up to the
+suite's; a skipped row says why in words; GitHub shows ten annotations a step, so there
+are at most :data:`MAX_ANNOTATIONS` (the first failing rows, each the clause, its message
+and the replay command, on the adapter's file when it is one), then one notice of how
+many more; the step summary lists the failing rows and counts the rest.
 """
 
 from __future__ import annotations
 
+import os
 import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from harness.grading.formats.junit import timestamp, xml_text
 from harness.report import identity_line, replay_command
-from harness.runner import ACCEPTED, ClauseRow, Failure, Report, Verdict
+from harness.runner import ACCEPTED, ClauseRow, Failure, PropertyResult, Report, Verdict
+
+#: GitHub Actions shows ten annotations of a kind per step: the rest are counted.
+MAX_ANNOTATIONS = 10
 
 
 def _failures_of(report: Report, row: ClauseRow) -> list[Failure]:
@@ -87,11 +100,13 @@ def junit_xml(report: Report, replay_options: str = "") -> str:
     for name, value in (("judged_by", identity_line()), ("adapter", report.adapter_ref),
                         ("profile", report.profile)):
         ET.SubElement(properties, "property", name=name, value=xml_text(value))
+    rows_of = Counter(row.property for row in report.rows)
     for row in report.rows:
         result = report.results.get(row.property)
+        # one run of the property judged all its rows: its time, shared among them
+        share = result.seconds / rows_of[row.property] if result else 0.0
         case = ET.SubElement(
-            suite, "testcase", classname=row.property, name=row.clause,
-            time=f"{result.seconds:.3f}" if result else "0",
+            suite, "testcase", classname=row.property, name=row.clause, time=f"{share:.3f}"
         )
         if row.verdict in (Verdict.FAIL, Verdict.ERROR):
             tag = "failure" if row.verdict is Verdict.FAIL else "error"
@@ -100,13 +115,21 @@ def junit_xml(report: Report, replay_options: str = "") -> str:
             element = ET.SubElement(case, tag, message=xml_text(message), type=row.verdict.value)
             element.text = xml_text(_explanation(report, row, replay_options))
         elif row.verdict is not Verdict.PASS:
-            why = result.why_not_provided().get(row.clause) if result is not None else None
-            reason = f"{row.verdict.value}: {why or row.implementations}"
+            reason = f"{row.verdict.value}: {_why_skipped(row, result)}"
             ET.SubElement(case, "skipped", message=xml_text(reason))
     ET.SubElement(suite, "system-out").text = xml_text(identity_line())
     ET.SubElement(suite, "system-err").text = ""
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _why_skipped(row: ClauseRow, result: PropertyResult | None) -> str:
+    """In words, why a row judged nothing (never only who implemented it)."""
+    if result is not None:
+        why = result.why_not_provided().get(row.clause) or result.run_detail()
+        if why:
+            return str(why)
+    return f"nothing was judged (implementations: {row.implementations})"
 
 
 def _escape_annotation(text: str) -> str:
@@ -115,31 +138,76 @@ def _escape_annotation(text: str) -> str:
 
 
 def github_annotations(report: Report, replay_options: str = "") -> list[str]:
-    """One ``::error`` workflow command per row that is neither pass nor not provided."""
+    """One ``::error`` workflow command for each of the first :data:`MAX_ANNOTATIONS` rows
+    that are neither pass nor not provided — the clause, the message and the replay
+    command, not the whole counterexample (the report and the step summary have it) —
+    then a ``::notice`` counting the others."""
+    bad = [row for row in report.rows if row.verdict not in ACCEPTED]
+    where = _annotated_file(report.adapter_ref)
     lines = []
-    for row in report.rows:
-        if row.verdict in ACCEPTED:
-            continue
+    for row in bad[:MAX_ANNOTATIONS]:
         title = f"{row.clause} {row.verdict.value} ({row.property})"
-        body = _explanation(report, row, replay_options)
-        lines.append(f"::error title={_escape_annotation(title).replace(',', '%2C')}::"
-                     f"{_escape_annotation(body)}")
+        found = failures(report, row, replay_options)
+        clause = report.clauses.get(row.clause)
+        body = [f"{clause.id} — {clause.title}"] if clause is not None else []
+        body += [f"message: {_first_lines(f['message'])}\nreplay: {f['replay']}" for f in found]
+        lines.append(f"::error {where}title={_escape_property(title)}::"
+                     f"{_escape_annotation(chr(10).join(body) or row.verdict.value)}")
+    if len(bad) > MAX_ANNOTATIONS:
+        more = len(bad) - MAX_ANNOTATIONS
+        lines.append(f"::notice title={_escape_property('mmspec verify')}::{more} more failing "
+                     f"row{'s' if more > 1 else ''}: see the step summary or the report")
     return lines
 
 
+def _escape_property(text: str) -> str:
+    return _escape_annotation(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _first_lines(text: str, count: int = 3) -> str:
+    lines = text.splitlines()
+    return "\n".join(lines[:count]) + (f"\n[{len(lines) - count} more lines]"
+                                        if len(lines) > count else "")
+
+
+def _annotated_file(adapter_ref: str) -> str:
+    """``file=...,`` naming the adapter's file when it is a ``.py`` file below the current
+    folder (where GitHub can show it), else nothing."""
+    path = Path(adapter_ref)
+    if path.suffix != ".py" or not path.is_file():
+        return ""
+    try:
+        relative = Path(os.path.relpath(path.resolve(), Path.cwd()))
+    except ValueError:
+        return ""
+    if relative.parts and relative.parts[0] == "..":
+        return ""
+    return f"file={_escape_property(relative.as_posix())},"
+
+
 def step_summary(report: Report, replay_options: str = "") -> str:
-    """A Markdown summary: the verdict table, then each failing row's explanation."""
+    """A Markdown summary: the failing rows' table and each one's explanation; the other
+    rows counted by verdict, not listed (a whole suite is over a hundred rows)."""
     bad = [row for row in report.rows if row.verdict not in ACCEPTED]
+    others = Counter(row.verdict.value for row in report.rows if row.verdict in ACCEPTED)
     lines = [
         f"### mmspec verify: {report.adapter_name} — "
         f"{'OK' if report.ok else f'{len(bad)} of {len(report.rows)} rows failing'}",
         "",
         f"`{identity_line()}`, profile `{report.profile}`",
         "",
-        "| clause | property | verdict |",
-        "| --- | --- | --- |",
-        *(f"| {r.clause} | `{r.property}` | {r.verdict.value} |" for r in report.rows),
     ]
+    if bad:
+        lines += [
+            "| clause | property | verdict |",
+            "| --- | --- | --- |",
+            *(f"| {r.clause} | `{r.property}` | {r.verdict.value} |" for r in bad),
+            "",
+        ]
+    lines.append("The other rows: " + (
+        ", ".join(f"{count} {verdict}" for verdict, count in sorted(others.items()))
+        or "none"
+    ) + ".")
     for row in bad:
         lines += ["", f"#### {row.clause} ({row.property})", "", "```",
                   _explanation(report, row, replay_options).replace("```", "'''"), "```"]

@@ -3,6 +3,7 @@ summary, and a saved report with every counterexample (issue 21; harness/ci_outp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,8 +11,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 import xmlschema
 
+from harness.ci_output import MAX_ANNOTATIONS, github_annotations, junit_xml, step_summary
+from harness.runner import Verdict, verify
 from tests.conftest import FIXTURES, ROOT
 
 JUNIT_SCHEMA = xmlschema.XMLSchema(str(FIXTURES / "junit.xsd"))
@@ -63,3 +67,52 @@ def test_saved_report_carries_each_failures_counterexample_and_replay(tmp_path: 
     assert failure["clause"] == "SPL-4" and failure["counterexample"]
     assert failure["replay"].endswith("--only spl_no_broadcast")
     assert all(row["failures"] == [] for row in rows if row["verdict"] == "pass")
+
+
+# --- sized for what CI shows (issue 33, item 7) ----------------------------------------
+
+
+def test_a_propertys_time_is_shared_among_its_rows() -> None:
+    """A machine runs once for all its clauses: JUnit used to repeat its whole time on each
+    row (the cases summed to 1,094 s for a 103 s suite)."""
+    report = verify("reference", "ci", only=["ItemCacheMachine"])
+    (suite,) = ET.fromstring(junit_xml(report)).iter("testsuite")
+    times = [float(case.get("time") or 0) for case in suite.iter("testcase")]
+    seconds = report.results["ItemCacheMachine"].seconds
+    assert len(times) == 3 and seconds > 0
+    assert abs(sum(times) - seconds) < 0.01 and max(times) < seconds
+
+
+def test_a_skipped_row_says_why_in_words() -> None:
+    report = verify("adapters/template", "ci", only=["SPL-4"])
+    (suite,) = ET.fromstring(junit_xml(report)).iter("testsuite")
+    skipped = [s.get("message") or "" for s in suite.iter("skipped")]
+    assert skipped and all("does not provide splice" in m for m in skipped), skipped
+    assert not any(m.endswith(": reference") for m in skipped)
+
+
+def test_annotations_are_capped_short_and_on_the_adapters_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(ROOT)
+    adapter = "adapters/zoo/spl_broadcast_single_row.py"
+    report = verify(adapter, "ci", only=["SPL-4"])
+    (failing,) = [row for row in report.rows if row.verdict is Verdict.FAIL]
+    many = dataclasses.replace(report, rows=(failing,) * (MAX_ANNOTATIONS + 2))
+    lines = github_annotations(many)
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert len(errors) == MAX_ANNOTATIONS and len(lines) == MAX_ANNOTATIONS + 1
+    assert lines[-1].startswith("::notice ") and "2 more failing rows" in lines[-1]
+    assert all(e.startswith(f"::error file={adapter},title=SPL-4 FAIL") for e in errors)
+    assert all("replay: " in e and "counterexample" not in e for e in errors), errors[0]
+    outside = github_annotations(dataclasses.replace(report, adapter_ref="/elsewhere/a.py"))
+    assert outside and not any("file=" in line for line in outside)
+
+
+def test_the_step_summary_lists_the_failing_rows_and_counts_the_rest() -> None:
+    report = verify("adapters/zoo/spl_broadcast_single_row.py", "ci", only=["SPL-4", "SPL-2"])
+    text = step_summary(report)
+    assert "| SPL-4 | `spl_no_broadcast` | FAIL |" in text
+    assert "| SPL-2 |" not in text and "The other rows: 1 pass." in text, text
+    template = step_summary(verify("adapters/template", "ci", only=["SPL-3", "SPL-4"]))
+    assert "| clause |" not in template and "The other rows: 2 not provided." in template

@@ -15,6 +15,7 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -168,10 +169,11 @@ def test_verify_prints_the_rows_verdict_in_every_output(
         assert skipped is not None
         message = skipped.get("message", "")
         assert message.startswith(f"{verdict}: ") and "does not provide" in message, message
-    # the GitHub step summary's table
+    # the GitHub step summary: no row fails, so each verdict is counted in the same words
     summary = ci_output.step_summary(report)
-    for (clause, name), verdict in rows.items():
-        assert f"| {clause} | `{name}` | {verdict} |" in summary
+    counts = Counter(rows.values())
+    counted = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
+    assert f"The other rows: {counted}." in summary, summary
 
 
 @pytest.fixture(scope="module")
