@@ -121,6 +121,40 @@ def test_the_tree_under_test_is_what_runs(version: str) -> None:
     assert resolved == EXPECTED_API[version]
 
 
+_DEADLINE = """
+import json, time
+from adapters.vllm.item_cache import DEADLINE_CPU_S, VllmHangError, _guarded
+started = time.perf_counter()
+try:
+    _guarded("a loop", lambda: [None for _ in iter(int, 1)])
+    looped = "returned"
+except VllmHangError as hang:
+    looped = str(hang)
+loop_s = time.perf_counter() - started
+started = time.perf_counter()
+slept = _guarded("a sleep", lambda: time.sleep(3 * DEADLINE_CPU_S) or "returned")
+print(json.dumps({"looped": looped, "loop_s": loop_s, "slept": slept,
+                  "sleep_s": time.perf_counter() - started, "deadline": DEADLINE_CPU_S}))
+"""
+
+
+def test_a_call_that_loops_is_stopped_by_cpu_time_and_a_wait_is_not() -> None:
+    """V19's hang (0.22.1's ``LRUCache`` eviction loops forever) costs the run one
+    deadline per program that meets it: the deadline counts the process's CPU time, a
+    fraction of a second, and a call that waits without computing (a descheduled process
+    on a loaded machine) is never taken for a hang."""
+    tree = vllm_tree(PINNED[0])
+    completed = subprocess.run([sys.executable, "-c", _DEADLINE], cwd=ROOT,
+                               env=child_env(tree), capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    facts = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert facts["looped"] == (
+        f"a loop did not return within {facts['deadline']} s of CPU time (vLLM loops)"
+    )
+    assert facts["deadline"] <= facts["loop_s"] < 1.0
+    assert facts["slept"] == "returned" and facts["sleep_s"] >= 3 * facts["deadline"]
+
+
 _REPRO_V20 = ROOT / "adapters" / "vllm" / "repro_encdec_slots.py"
 
 

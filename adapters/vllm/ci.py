@@ -13,7 +13,8 @@ verdicts with the findings declared for it (``adapters/vllm/expected/<version>.j
 4. prints the verdicts that differ between consecutive releases (``--baseline``'s
    output: what changed from 0.22.1 to 0.33.0);
 5. runs ``tests/test_vllm_adapter.py`` and ``tests/test_vllm_engine.py`` with
-   ``MMSPEC_REQUIRE_VLLM=1``, so that their vLLM tests fail instead of skipping (the
+   ``MMSPEC_REQUIRE_VLLM=1`` on the first worker step 2 frees (their output is printed
+   whole at the end), so that their vLLM tests fail instead of skipping (the
    proof that the adapter runs vLLM's code, and that vLLM's Scheduler, the engine loop,
    never calls a stand-in).
 
@@ -156,12 +157,21 @@ def verify_version(expected: Expected, tree: Path, out: Path) -> tuple[Path, flo
     return saved, time.perf_counter() - started, status
 
 
-def run_tests(trees: dict[str, Path]) -> int:
+def run_tests(trees: dict[str, Path], out: Path) -> tuple[Path, float, int]:
+    """Run the vLLM tests in a child process, its output kept in ``out/tests.txt`` (they
+    run beside a release's verification, so their lines must not interleave with it);
+    that file's path, the seconds and the exit status."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMSPEC_REQUIRE_VLLM="1")
     env["MMSPEC_VLLM_TREES"] = os.pathsep.join(f"{v}={t}" for v, t in trees.items())
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                "tests/test_vllm_adapter.py", "tests/test_vllm_engine.py"]
-    return subprocess.run(command, cwd=ROOT, env=env).returncode
+    output = out / "tests.txt"
+    started = time.perf_counter()
+    with output.open("w") as sink:
+        status = subprocess.run(
+            command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT
+        ).returncode
+    return output, time.perf_counter() - started, status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"vllm {expected.version}: source tree {trees[expected.version]} "
               f"({time.perf_counter() - fetch_started:.0f} s)", flush=True)
 
+    # The slowest release first (the oldest: it fails most, and shrinking is the cost);
+    # the tests go to whichever worker frees first, not after every release is done.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        runs = list(pool.map(lambda e: verify_version(e, trees[e.version], args.out), declared))
+        pending = [pool.submit(verify_version, e, trees[e.version], args.out) for e in declared]
+        tests = None if args.skip_tests else pool.submit(run_tests, trees, args.out)
+        runs = [future.result() for future in pending]
 
     ok = True
     saved_by_version: dict[str, SavedVerdicts] = {}
@@ -217,9 +231,12 @@ def main(argv: list[str] | None = None) -> int:
               f"(python -m properties verify --vllm {newer} --baseline {older}) ---")
         sys.stdout.write(render_differences(saved_by_version[older], saved_by_version[newer]))
 
-    if not args.skip_tests:
-        print("\n--- tests/test_vllm_adapter.py tests/test_vllm_engine.py ---", flush=True)
-        ok = run_tests(trees) == 0 and ok
+    if tests is not None:
+        output, seconds, status = tests.result()
+        print(f"\n--- tests/test_vllm_adapter.py tests/test_vllm_engine.py ({seconds:.0f} s, "
+              f"exit {status}) ---", flush=True)
+        sys.stdout.write(output.read_text(encoding="utf-8", errors="replace"))
+        ok = status == 0 and ok
     print(f"\nengine job: {'OK' if ok else 'FAILED'} in {time.perf_counter() - started:.0f} s")
     return 0 if ok else 1
 
