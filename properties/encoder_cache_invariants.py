@@ -9,10 +9,10 @@ breaking two clauses reports the same one every time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from properties.framework import check, is_set_aside
+from properties.framework import answers, check, is_set_aside
 from properties.models.encoder_cache import EncoderCacheModel, Reference
 from spec.components import EncoderCacheBookkeeping, EncoderCacheManager
 from spec.types import MultiModalItem, RequestView
@@ -143,6 +143,17 @@ def listed_input_ids(cache: EncoderCacheManager, req: RequestView) -> set[int]:
     """What ``get_cached_input_ids`` lists for ``req``: read once, judged by every
     checker of it (ECM-3's listing, ECM-6's coverage)."""
     return set(cache.get_cached_input_ids(req))
+
+
+def each_listing(
+    cache: EncoderCacheManager, requests: Sequence[RequestView]
+) -> Iterator[tuple[RequestView, set[int]]]:
+    """Each request with :func:`listed_input_ids` of it, in turn: the same calls as a
+    loop of :func:`listed_input_ids` (one exchange when the cache manager is isolated:
+    :func:`properties.framework.answers`)."""
+    listings = answers(cache.get_cached_input_ids, requests)
+    for req in requests:
+        yield req, set(next(listings))
 
 
 def ecm3_listing(model: EncoderCacheModel, req: RequestView, got: set[int], when: str) -> None:

@@ -35,6 +35,7 @@ from hypothesis.stateful import (
 
 from properties.encoder_cache_invariants import (
     cached_of,
+    each_listing,
     ecm1_slots,
     ecm2_free_appends,
     ecm2_freeable_order,
@@ -464,8 +465,7 @@ def encoder_cache_machine(parts: Parts) -> Runnable:
             note(f"the cache must now be: {fmt_cache(self.model)}")
             ecm1_slots(self.model, free, freeable_slots)
             ecm3_cached(self.cache, self.model)
-            for req in self.requests:
-                listed = listed_input_ids(self.cache, req)
+            for req, listed in each_listing(self.cache, self.requests):
                 ecm6_items_covered(self.model, req, listed)
                 ecm3_listing(self.model, req, listed, "now")
             ecm2_freeable_order(self.cache, self.model)

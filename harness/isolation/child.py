@@ -15,10 +15,14 @@ Requests (plain data, see :mod:`harness.isolation.wire`), each answered by one r
   scheduling hook is given); an engine loop gets the child's own ``EngineParts``
 - ``("call", drops, handle, member, args, kwargs, writes, track)`` /
   ``("get", drops, handle, member)``
-  -> ``("ok", value)``; a build or call reply on a component whose Protocol has
+  -> ``("ok", value)``;
+  ``("call_each", drops, handle, member, [args, ...])`` -> ``("ok", [reply, ...])``: the
+  method called with each argument tuple in turn, each reply as a call's, stopping after
+  the first that is not ``ok`` (several reads in one round trip;
+  :func:`properties.framework.answers`); a build or call reply on a component whose Protocol has
   properties (the cache manager's ``cached``, ``freeable``, ...) carries a third element:
-  each property read right after the call, as its own reply (the grader serves its next
-  read of each from there, once, if it sends nothing to the child in between: one round
+  each property read right after the call, as its own reply (the grader serves every
+  read of them from there while it sends nothing to the child in between: one round
   trip instead of five per step of the cache-manager machine)
 - ``("reset", drops)`` -> ``("ok", None)``: forget every component (a new property)
 
@@ -102,10 +106,30 @@ class _Child:
             call = getattr(target, request[3])
             reply = self.reply(lambda: call(*args, **kwargs), self.number_array if track else None)
             return self.with_properties(reply, request[2])
+        if op == "call_each":
+            return self.call_each(request[2], request[3], request[4])
         if op == "get":
             target = self.resolve(request[2])
             return self.reply(lambda: getattr(target, request[3]))
         raise wire.WireError(f"unknown request {op!r}")
+
+    def call_each(self, handle: int, member: str, each_args: Any) -> tuple[Any, ...]:
+        """``member`` called with each argument tuple in turn, stopping after the first
+        whose reply is not ``ok``: ``("ok", [reply, ...])`` and the properties read after
+        the last call (what the properties read after each call would end on)."""
+        if not isinstance(each_args, list):
+            raise wire.WireError("call_each takes a list of argument tuples")
+        call = getattr(self.resolve(handle), member)
+        replies: list[tuple[Any, ...]] = []
+        for data in each_args:
+            args = wire.from_wire(data, self.resolve)
+            reply = self.reply(lambda args=args: call(*args))
+            if reply[0] == "oom":
+                return reply
+            replies.append(reply)
+            if reply[0] != "ok":
+                break
+        return self.with_properties(("ok", replies), handle)
 
     def load(self, ref: str, fallback_ref: str | None) -> tuple[Any, ...]:
         from harness.loader import AdapterLoadError, load_adapter, make_siblings_importable

@@ -62,8 +62,13 @@ def extension_protocols(component: str) -> tuple[type, ...]:
 #: Queries (methods without arguments that only read state) the child answers after every
 #: call on the component too, named ``"snapshot()"``: the engine machines read the
 #: engine's snapshot before and after each step, and a snapshot read before a step is
-#: the one read after the call that ended the last (a third of their round trips).
-OBSERVED_QUERIES: dict[str, tuple[str, ...]] = {"engine_loop": ("snapshot",)}
+#: the one read after the call that ended the last (a third of their round trips); the
+#: cache machine reads the cache manager's bookkeeping (ECM-8's two queries, when the
+#: object has them) after every step (a quarter of its round trips).
+OBSERVED_QUERIES: dict[str, tuple[str, ...]] = {
+    "engine_loop": ("snapshot",),
+    "encoder_cache_manager": ("tracked_mm_hashes", "tracked_request_ids"),
+}
 
 
 def query_name(method: str) -> str:
@@ -86,5 +91,6 @@ def observed_properties(component: str, extras: tuple[str, ...]) -> tuple[str, .
             for n, d in protocol_members(protocol).items()
             if isinstance(d, property) and n in extras
         ]
-    names += [query_name(q) for q in OBSERVED_QUERIES.get(component, ())]
+    declared = set(members) | set(extras)
+    names += [query_name(q) for q in OBSERVED_QUERIES.get(component, ()) if q in declared]
     return tuple(names)

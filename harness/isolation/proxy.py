@@ -22,13 +22,14 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
 
 from harness.isolation.extensions import OBSERVED_QUERIES, extension_protocols, query_name
 from harness.loader import protocol_members
+from properties.framework import CALL_EACH
 from spec import errors
 from spec.adapter import COMPONENTS
 
@@ -295,6 +296,10 @@ class Channel(typing.Protocol):
 
     def get(self, proxy: Proxy, member: str, check: Check) -> Any: ...
 
+    def call_each(
+        self, proxy: Proxy, member: str, each_args: list[tuple[Any, ...]], check: Check
+    ) -> Iterator[Any]: ...
+
     def drop(self, proxy: Proxy) -> None: ...
 
 
@@ -335,13 +340,34 @@ def proxy_class(component: str, extras: tuple[str, ...]) -> type[Proxy]:
     """The proxy class of ``component`` with the extension members ``extras``."""
     protocol = _PROTOCOLS[component]
     members: dict[str, Any] = {"__slots__": (), "_component": component}
+    declaring: dict[str, type] = {}
     for name, declared in protocol_members(protocol).items():
         members[name] = _member(component, protocol, name, declared)
+        declaring[name] = protocol
     for extension in extension_protocols(component):
         for name, declared in protocol_members(extension).items():
             if name in extras:
                 members[name] = _member(component, extension, name, declared)
+                declaring[name] = extension
+    members[CALL_EACH] = _call_each(declaring)
     return type(f"Isolated{protocol.__name__}", (Proxy,), members)
+
+
+def _call_each(declaring: dict[str, type]) -> Callable[..., Iterator[Any]]:
+    """The proxy's :data:`~properties.framework.CALL_EACH`: a method of one argument
+    called with each of ``arguments`` in one round trip, each result checked as the
+    method's own (:func:`properties.framework.answers`)."""
+
+    def call_each(self: Proxy, member: str, arguments: list[Any]) -> Iterator[Any]:
+        protocol = declaring[member]
+        where = f"{protocol.__name__}.{member}(...)"
+
+        def check(value: Any) -> None:
+            conforms(value, _hints(protocol, member), where)
+
+        return self._channel.call_each(self, member, [(a,) for a in arguments], check)
+
+    return call_each
 
 
 def _member(

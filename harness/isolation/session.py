@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -296,6 +297,37 @@ class IsolatedSession:
         self._remember(proxy, raw)
         return self._decoded(raw, self._keep if track else None, check)
 
+    def call_each(
+        self,
+        proxy: Proxy,
+        member: str,
+        each_args: list[tuple[Any, ...]],
+        check: Check | None = None,
+    ) -> Iterator[Any]:
+        """``member`` called with each argument tuple in turn, in one round trip when the
+        first answer is taken: each result decoded and checked as a call's, and the first
+        error raised where its call stands (the child made no call after it)."""
+        if proxy._component in WRITE_BACK or not each_args:
+            for args in each_args:  # tracked arrays cross one call at a time
+                yield self.call(proxy, member, args, {}, check)
+            return
+        self._current(proxy)
+        data = [self._encode(args) for args in each_args]
+        raw = self._request("call_each", proxy._handle, member, data, calls=len(data))
+        ok = isinstance(raw, tuple) and len(raw) in (2, 3) and raw[0] == "ok"
+        replies = raw[1] if ok else None
+        if (
+            not isinstance(replies, list)
+            or not 1 <= len(replies) <= len(each_args)
+            or any(not _is_ok(reply) for reply in replies[:-1])
+            or (len(replies) < len(each_args) and _is_ok(replies[-1]))
+        ):
+            self._decoded(raw)  # the child's own error (an "oom", a "bad"), raised
+            raise BadReturnValue("a malformed reply from the child (call_each)")
+        self._remember(proxy, raw)
+        for reply in replies:
+            yield self._decoded(reply, None, check)
+
     # --- write-back: one memory, as in process, for the worker store's arrays ----------
 
     def _number_sent(self, array: Any) -> int:
@@ -324,17 +356,17 @@ class IsolatedSession:
         if fresh is not None and fresh[0] == self._stamp and member in fresh[1]:
             if self._death is not None:
                 raise ImplementationDied(self._death)
-            # a property is served once (a second read asks, as in process); a query's
-            # answer stands while nothing is sent to the child, which alone changes it
-            answer = fresh[1][member] if member.endswith("()") else fresh[1].pop(member)
-            return self._decoded(answer, None, check)
+            # a property's value and a query's answer stand while nothing is sent to
+            # the child: only a request makes it run, so only a request changes them
+            # (each read is decoded anew: the property never shares an object)
+            return self._decoded(fresh[1][member], None, check)
         if member.endswith("()"):  # an observed query not read since the last call: ask
             return self.call(proxy, member[:-2], (), {}, check)
         return self._decoded(self._request("get", proxy._handle, member), None, check)
 
     def _remember(self, proxy: Proxy, reply: Any) -> None:
-        """Keep the properties the child read right after this call, to serve the next
-        read of each once — as long as nothing else is sent to the child meanwhile."""
+        """Keep the properties the child read right after this call, to serve every
+        read of them as long as nothing else is sent to the child meanwhile."""
         has_snapshot = isinstance(reply, tuple) and len(reply) == 3 and isinstance(reply[2], dict)
         snapshot = reply[2] if has_snapshot else None
         proxy._fresh = None if snapshot is None else (self._stamp, snapshot)
@@ -364,12 +396,14 @@ class IsolatedSession:
         """One request to the child; its decoded result, or the child's error raised."""
         return self._decoded(self._request(op, *payload))
 
-    def _request(self, op: str, *payload: Any) -> Any:
+    def _request(self, op: str, *payload: Any, calls: int = 1) -> Any:
         """One request to the child: its raw reply; raises ImplementationDied (always
-        from here, with the same message) once the child has died in this property."""
+        from here, with the same message) once the child has died in this property.
+        ``calls``: how many calls of the implementation it makes (each has the limit
+        of one call)."""
         reply: Any = None
         if self._death is None:
-            reply = self._exchange(op, payload)
+            reply = self._exchange(op, payload, calls)
         if self._death is not None:
             raise ImplementationDied(self._death)
         return reply
@@ -399,7 +433,7 @@ class IsolatedSession:
             raise BadReturnValue(reply[1])
         raise BadReturnValue(f"a malformed reply from the child ({kind!r})")
 
-    def _exchange(self, op: str, payload: tuple[Any, ...]) -> Any:
+    def _exchange(self, op: str, payload: tuple[Any, ...], calls: int = 1) -> Any:
         """Send one request under the limits; on a death, record it and return None."""
         assert self._child is not None
         left = self.limits.property_seconds - self._used
@@ -409,13 +443,16 @@ class IsolatedSession:
             return None
         drops, self._drops = self._drops, []
         self._stamp += 1
-        self.requests[f"{op} {payload[1] if op in ('call', 'get') else ''}".strip()] += 1
+        self.requests[
+            f"{op} {payload[1] if op in ('call', 'get', 'call_each') else ''}".strip()
+        ] += 1
         started = time.monotonic()
         try:
-            reply = self._child.request((op, drops, *payload), min(self.limits.call_seconds, left))
+            limit = self.limits.call_seconds * calls
+            reply = self._child.request((op, drops, *payload), min(limit, left))
         except ChildGone as e:
             reason = str(e)
-            if reason.startswith("timeout") and left < self.limits.call_seconds:
+            if reason.startswith("timeout") and left < limit:
                 reason = out_of_time
             self._death = reason
             return None
@@ -440,6 +477,10 @@ class IsolatedSession:
         if self._child is not None:
             self._child.kill(reason)
         self._death = reason
+
+
+def _is_ok(reply: object) -> bool:
+    return isinstance(reply, tuple) and len(reply) == 2 and reply[0] == "ok"
 
 
 def _strings(values: object) -> bool:
