@@ -151,7 +151,7 @@ def each_listing(
     """Each request with :func:`listed_input_ids` of it, in turn: the same calls as a
     loop of :func:`listed_input_ids` (one exchange when the cache manager is isolated:
     :func:`properties.framework.answers`)."""
-    listings = answers(cache.get_cached_input_ids, requests)
+    listings = answers(cache.get_cached_input_ids, ((req,) for req in requests))
     for req in requests:
         yield req, set(next(listings))
 

@@ -50,7 +50,6 @@ from spec.components import (
 from spec.types import EngineConfig, ProcessorConfig, SchedulerConfig
 
 T = TypeVar("T")
-A = TypeVar("A")
 R = TypeVar("R")
 
 ComponentName = Literal[
@@ -159,27 +158,28 @@ def collect_notes() -> Iterator[list[str]]:
 
 
 #: The name under which a component that lives elsewhere (the grader's proxy of an
-#: isolated child, harness/isolation/proxy.py) answers several calls of one method in one
-#: exchange: ``type(owner).<name>(owner, member, arguments)`` -> an iterator as below.
+#: isolated child, harness/isolation/proxy.py) answers several calls of one method in few
+#: exchanges: ``type(owner).<name>(owner, member, calls)`` -> an iterator as below.
 CALL_EACH = "_mmspec_call_each"
 
 
-def answers(method: Callable[[A], R], arguments: Iterable[A]) -> Iterator[R]:
-    """``method(argument)`` for each argument, in order, lazily: exactly the calls a
-    loop would make, each when its answer is taken, and an exception raised where its
-    call would have raised.
+def answers(method: Callable[..., R], calls: Iterable[tuple[Any, ...]]) -> Iterator[R]:
+    """``method(*arguments)`` for each argument tuple of ``calls``, in order, lazily:
+    exactly the calls a loop would make, each when its answer is taken, and an exception
+    raised where its call would have raised.
 
-    For reads a property makes in a row with nothing between them that touches the
+    For calls a property makes in a row with nothing between them that touches the
     component (the cache manager's ``get_cached_input_ids`` of every live request after
-    each step). When the component lives in the isolated child, its proxy sends them all
-    in one exchange: the child makes the same calls in the same order and stops at the
-    first that raises, so the component sees the calls it would see in a loop (the
-    calls after a failed check, whose run ends there, are the only ones made early)."""
+    each step, PFX-5's birthday search). When the component lives in the isolated child,
+    its proxy sends them in batches, one exchange each: the child makes the same calls in
+    the same order and stops at the first that raises, so the component sees the calls
+    it would see in a loop (the rest of a batch after a failed check, whose run ends
+    there, are the only calls made early)."""
     owner = getattr(method, "__self__", None)
     each = getattr(type(owner), CALL_EACH, None) if owner is not None else None
     if each is None:
-        return (method(argument) for argument in arguments)
-    batched: Iterator[R] = each(owner, method.__name__, list(arguments))
+        return (method(*arguments) for arguments in calls)
+    batched: Iterator[R] = each(owner, method.__name__, calls)
     return batched
 
 

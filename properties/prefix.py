@@ -20,7 +20,14 @@ from dataclasses import dataclass, replace
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
 
-from properties.framework import Parts, Runnable, check, clause_property, stateless
+from properties.framework import (
+    Parts,
+    Runnable,
+    answers,
+    check,
+    clause_property,
+    stateless,
+)
 from spec.types import MultiModalItem, PlaceholderRange
 
 #: The placeholder id every image position carries (and, in dummy prompts, every
@@ -334,10 +341,11 @@ def pfx_no_aliasing_by_search(parts: Parts) -> Runnable:
         hasher = parts.block_hasher(block_size)
         token_ids = (PLACEHOLDER_ID,) * block_size
         seen: dict[str, str] = {}
-        for n in range(SEARCH_IMAGES):
-            mm_hash = search_image(n)
-            item = MultiModalItem(mm_hash, PlaceholderRange(offset=0, length=block_size))
-            key = hasher.request_block_hashes(token_ids, [item])[0]
+        images = [search_image(n) for n in range(SEARCH_IMAGES)]
+        placed = PlaceholderRange(offset=0, length=block_size)
+        calls = ((token_ids, [MultiModalItem(mm_hash, placed)]) for mm_hash in images)
+        for n, hashes in enumerate(answers(hasher.request_block_hashes, calls)):
+            mm_hash, key = images[n], hashes[0]
             other = seen.setdefault(key, mm_hash)
             check(
                 other == mm_hash,

@@ -8,9 +8,11 @@ import pytest
 
 from harness.isolation import IsolatedSession, Limits, wire
 from harness.isolation.child import _Child
+from harness.isolation.session import CALLS_PER_EXCHANGE
 from harness.loader import load_adapter
 from harness.runner import verify
 from properties.framework import answers
+from properties.prefix import SEARCH_IMAGES
 from spec.types import EngineConfig, EngineRequest
 
 
@@ -78,7 +80,7 @@ class _Listing:
 
 def test_answers_are_the_calls_a_loop_makes_and_an_error_stands_where_it_was_raised() -> None:
     component = _Listing()
-    listings = answers(component.get_cached_input_ids, ["a", "bb", "bad", "ccc"])
+    listings = answers(component.get_cached_input_ids, [("a",), ("bb",), ("bad",), ("ccc",)])
     assert next(listings) == {1}
     assert component.asked == ["a"]  # in process: each call when its answer is taken
     assert next(listings) == {2}
@@ -98,3 +100,16 @@ def test_the_child_answers_each_call_in_turn_and_stops_at_the_first_that_raises(
     assert [wire.from_wire(reply[1]) for reply in replies[:2]] == [{1}, {2}]
     assert replies[2][1:3] == ("ValueError", "no such request")
     assert component.asked == ["a", "bb", "bad"]  # never the call after the error
+
+
+def test_the_birthday_search_hashes_its_prompts_in_batches_with_the_same_report() -> None:
+    """PFX-5's search hashes 131,072 one-image prompts: one round trip each before (22 s
+    of an isolated grade), now one per CALLS_PER_EXCHANGE."""
+    in_process = verify("reference", "ci", ["pfx_no_aliasing_by_search"])
+    with _session() as session:
+        isolated = verify("reference", "ci", ["pfx_no_aliasing_by_search"], session=session)
+    assert isolated.rows == in_process.rows
+    assert [row.verdict for row in isolated.rows] == ["pass"]
+    batches = -(-SEARCH_IMAGES // CALLS_PER_EXCHANGE)
+    assert session.requests["call_each request_block_hashes"] == batches
+    assert session.requests["call request_block_hashes"] == 0

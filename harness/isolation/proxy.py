@@ -22,7 +22,7 @@ import functools
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
@@ -297,7 +297,7 @@ class Channel(typing.Protocol):
     def get(self, proxy: Proxy, member: str, check: Check) -> Any: ...
 
     def call_each(
-        self, proxy: Proxy, member: str, each_args: list[tuple[Any, ...]], check: Check
+        self, proxy: Proxy, member: str, calls: Iterable[tuple[Any, ...]], check: Check
     ) -> Iterator[Any]: ...
 
     def drop(self, proxy: Proxy) -> None: ...
@@ -354,18 +354,20 @@ def proxy_class(component: str, extras: tuple[str, ...]) -> type[Proxy]:
 
 
 def _call_each(declaring: dict[str, type]) -> Callable[..., Iterator[Any]]:
-    """The proxy's :data:`~properties.framework.CALL_EACH`: a method of one argument
-    called with each of ``arguments`` in one round trip, each result checked as the
+    """The proxy's :data:`~properties.framework.CALL_EACH`: a method called with each
+    argument tuple of ``calls`` in batches of one round trip, each result checked as the
     method's own (:func:`properties.framework.answers`)."""
 
-    def call_each(self: Proxy, member: str, arguments: list[Any]) -> Iterator[Any]:
+    def call_each(
+        self: Proxy, member: str, calls: Iterable[tuple[Any, ...]]
+    ) -> Iterator[Any]:
         protocol = declaring[member]
         where = f"{protocol.__name__}.{member}(...)"
 
         def check(value: Any) -> None:
             conforms(value, _hints(protocol, member), where)
 
-        return self._channel.call_each(self, member, [(a,) for a in arguments], check)
+        return self._channel.call_each(self, member, calls, check)
 
     return call_each
 

@@ -26,12 +26,13 @@ what each is reported as) is one state machine, read in one place.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -71,6 +72,11 @@ _LOAD_OUTPUT_SHOWN = 1500
 #: be caught isolated as in process): the grader's writes into arrays that crossed in
 #: calls on them are replayed into the child's before the next call.
 WRITE_BACK = frozenset({"worker_store"})
+
+#: How many calls of :meth:`IsolatedSession.call_each` go in one exchange: few enough
+#: that a batch's frames stay small (PFX-5's birthday search makes 131,072 calls), and
+#: the calls made early after a failing check few.
+CALLS_PER_EXCHANGE = 256
 
 #: How many such arrays are tracked (the most recent; each is compared before a call).
 TRACKED_ARRAYS = 64
@@ -301,26 +307,34 @@ class IsolatedSession:
         self,
         proxy: Proxy,
         member: str,
-        each_args: list[tuple[Any, ...]],
+        calls: Iterable[tuple[Any, ...]],
         check: Check | None = None,
     ) -> Iterator[Any]:
-        """``member`` called with each argument tuple in turn, in one round trip when the
-        first answer is taken: each result decoded and checked as a call's, and the first
-        error raised where its call stands (the child made no call after it)."""
-        if proxy._component in WRITE_BACK or not each_args:
-            for args in each_args:  # tracked arrays cross one call at a time
+        """``member`` called with each argument tuple of ``calls`` in turn, in batches of
+        :data:`CALLS_PER_EXCHANGE` (a batch is sent when its first answer is taken): each
+        result decoded and checked as a call's, and the first error raised where its call
+        stands (the child made no call after it)."""
+        if proxy._component in WRITE_BACK:
+            for args in calls:  # tracked arrays cross one call at a time
                 yield self.call(proxy, member, args, {}, check)
             return
+        pending = iter(calls)
+        while batch := list(itertools.islice(pending, CALLS_PER_EXCHANGE)):
+            yield from self._exchange_each(proxy, member, batch, check)
+
+    def _exchange_each(
+        self, proxy: Proxy, member: str, batch: list[tuple[Any, ...]], check: Check | None
+    ) -> Iterator[Any]:
         self._current(proxy)
-        data = [self._encode(args) for args in each_args]
+        data = [self._encode(args) for args in batch]
         raw = self._request("call_each", proxy._handle, member, data, calls=len(data))
         ok = isinstance(raw, tuple) and len(raw) in (2, 3) and raw[0] == "ok"
         replies = raw[1] if ok else None
         if (
             not isinstance(replies, list)
-            or not 1 <= len(replies) <= len(each_args)
+            or not 1 <= len(replies) <= len(batch)
             or any(not _is_ok(reply) for reply in replies[:-1])
-            or (len(replies) < len(each_args) and _is_ok(replies[-1]))
+            or (len(replies) < len(batch) and _is_ok(replies[-1]))
         ):
             self._decoded(raw)  # the child's own error (an "oom", a "bad"), raised
             raise BadReturnValue("a malformed reply from the child (call_each)")
