@@ -21,6 +21,9 @@ workers):
   ``ecm_evicts_one_short``: ECM-5), its reproducer verified;
 - ``plugin``: ``pytest -p harness.pytest_plugin --mmspec-adapter=reference`` in a folder
   outside the checkout (the installed wheel runs the same code: tests/test_wheel.py);
+- ``replay``: a failure's one-example replay line (``--replay VERSION:BLOB``: the
+  failing build's shrunk ECM-5 test case), pasted into a shell in a folder outside the
+  checkout (issue 33 asks under 2 s);
 - ``kill-matrix``: ``python -m harness.kill_matrix`` (part of ``make test``);
 - ``make-test``: ``make test`` as a whole (slow: not in the default set).
 
@@ -47,6 +50,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
+sys.path.insert(0, str(ROOT))
+
+from harness.report import EXAMPLE_REPLAY_HEADING  # noqa: E402 - after the path
 
 #: The yardstick's body, run in a fresh interpreter; it prints its own CPU seconds.
 YARDSTICK = (
@@ -114,6 +120,18 @@ def _plugin(scratch: Path) -> list[list[str]]:
              "--mmspec-adapter=reference", "-p", "no:cacheprovider", str(folder)]]
 
 
+def _replay(scratch: Path) -> list[list[str]]:
+    """The one-example replay line the failing build's ECM-5 failure prints, pasted into
+    a shell in another folder; the run that prints it is not timed."""
+    found = subprocess.run(
+        [PYTHON, "-m", "properties", "verify", "--adapter", FAILING_BUILD, "--profile", "ci",
+         "--only", "EncoderCacheMachine"],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, check=False,
+    )
+    lines = found.stdout.splitlines()
+    return [["bash", "-c", lines[lines.index(EXAMPLE_REPLAY_HEADING) + 1].strip()]]
+
+
 #: Each path: how to build its commands (given a scratch folder) and where they run.
 PATHS: dict[str, Callable[[Path], list[list[str]]]] = {
     "verify": lambda _s: [
@@ -123,10 +141,11 @@ PATHS: dict[str, Callable[[Path], list[list[str]]]] = {
     "grade": lambda s: _grade("reference", s),
     "grade-failing": lambda s: _grade(FAILING_BUILD, s),
     "plugin": _plugin,
+    "replay": _replay,
     "kill-matrix": lambda _s: [[PYTHON, "-m", "harness.kill_matrix"]],
     "make-test": lambda _s: [["make", "--no-print-directory", "test"]],
 }
-DEFAULT_PATHS = ("verify", "grade", "grade-failing", "plugin")
+DEFAULT_PATHS = ("verify", "grade", "grade-failing", "plugin", "replay")
 
 
 def measure(path: str, before: float, log: Path) -> tuple[Figure, float]:
@@ -134,7 +153,7 @@ def measure(path: str, before: float, log: Path) -> tuple[Figure, float]:
     it) and a yardstick run just after it, which is returned for the next path."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        cwd = folder if path == "plugin" else ROOT
+        cwd = folder if path in ("plugin", "replay") else ROOT
         wall, cpu, status = _timed(PATHS[path](folder), cwd, _env(), log)
     after = yardstick()
     unit = (before + after) / 2

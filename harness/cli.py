@@ -36,6 +36,7 @@ from harness.profiles import (
     ProfileUnavailableError,
     SharedDatabaseError,
 )
+from harness.replay import ReplayBlobError, parse_replay
 from harness.report import render
 from harness.runner import PropertyResult, Report, UnknownSelectionError, plan, verify
 from spec.clauses import load_clauses, mmspec_version, spec_digest
@@ -130,6 +131,13 @@ def _parser(grade_prog: str | None = None) -> argparse.ArgumentParser:
         "breaks one is rejected (how a report's per-clause failures replay)",
     )
     run.add_argument(
+        "--replay",
+        metavar="VERSION:BLOB",
+        help="run only the one test case of this reproduce blob (a failure's second replay "
+        "line gives it; the whole @reproduce_failure(...) is taken too), of the one "
+        "property --only names: the shrunk example again, in about a second",
+    )
+    run.add_argument(
         "--jobs",
         type=_positive_int,
         default=1,
@@ -158,19 +166,20 @@ def _verify(
     set_aside: Sequence[str] = (),
     jobs: int = 1,
     junit_xml: str | None = None,
+    replay: tuple[str, bytes] | None = None,
 ) -> int:
     try:
         before = baselines.baseline_verdicts(baseline, adapter, profile, only) if baseline else None
         if isolation is None:
             report = verify(
                 adapter, profile, only, progress=_progress, seed=seed, set_aside=set_aside,
-                jobs=jobs, heartbeat=_heartbeat,
+                jobs=jobs, heartbeat=_heartbeat, replay=replay,
             )
         else:
             with IsolatedSession(adapter, isolation) as session:
                 report = verify(
                     adapter, profile, only, progress=_progress, session=session, seed=seed,
-                    set_aside=set_aside, jobs=jobs, heartbeat=_heartbeat,
+                    set_aside=set_aside, jobs=jobs, heartbeat=_heartbeat, replay=replay,
                 )
                 show_submission_output(session.submission_output())
     except (
@@ -283,6 +292,14 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         if adapter == REFERENCE_REF:
             adapter = _VLLM_ADAPTER
         replay = f" --vllm-src {os.path.abspath(tree)}"
+    try:
+        blob = parse_replay(args.replay) if args.replay is not None else None
+    except ReplayBlobError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    if blob is not None and (args.exhaustive or args.baseline):
+        print("--replay runs one test case: not with --exhaustive or --baseline", file=sys.stderr)
+        return EXIT_USAGE
     if args.exhaustive:
         return _verify_exhaustive(args, adapter, replay)  # deterministic: no seed to take
     if args.seed is not None:
@@ -311,6 +328,7 @@ def _verify_vllm_aware(args: argparse.Namespace) -> int:
         args.set_aside,
         args.jobs,
         args.junit_xml,
+        blob,
     )
 
 

@@ -172,11 +172,17 @@ def adapter_identity(name: str, origin: str) -> str:
     return f"{safe}-{digest}"
 
 
+def names_a_path(ref: str) -> bool:
+    """Whether the adapter reference ``ref`` is loaded as a file or folder (a ``.py``
+    file, anything with a slash, anything no module could be named), not imported."""
+    name = _ALIASES.get(ref, ref)
+    return ref.endswith(".py") or "/" in ref or "\\" in ref or not _MODULE_NAME.match(name)
+
+
 def _import(ref: str) -> tuple[ModuleType | None, list[str]]:
     """Import the module ``ref`` names; on failure, the problem (with the error)."""
     name = _ALIASES.get(ref, ref)
-    looks_like_path = ref.endswith(".py") or "/" in ref or "\\" in ref
-    if looks_like_path or not _MODULE_NAME.match(name):
+    if names_a_path(ref):
         return _import_path(ref, Path(ref))
     try:
         return importlib.import_module(name), []

@@ -11,12 +11,13 @@ line is a function of the adapter and the profile, so two runs can be diffed.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Collection, Sequence
 
 import hypothesis
 import numpy
 
-from harness.names import COMMAND
+from harness.replay import adapter_argument, blob_argument, invocation
 from harness.runner import Failure, PropertyResult, Report, Verdict, reasons_in_words
 from spec.clauses import load_clauses, mmspec_version, spec_digest
 
@@ -167,18 +168,42 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
     lines.append("replay:")
     for set_aside in dict.fromkeys(f.set_aside for f in result.failures) or [()]:
         lines.append(f"  {replay_command(report, result.name, set_aside, replay_options)}")
+    examples = [
+        example_replay_command(report, result.name, f, replay_options)
+        for f in result.failures
+    ]
+    if any(examples):
+        lines.append(EXAMPLE_REPLAY_HEADING)
+        lines += [f"  {command}" for command in dict.fromkeys(examples) if command]
     return lines
+
+
+#: The line before a failure's one-example replay commands.
+EXAMPLE_REPLAY_HEADING = "replay the shrunk example alone (about a second):"
 
 
 def replay_command(
     report: Report, name: str, set_aside: Sequence[str] = (), replay_options: str = ""
 ) -> str:
-    """The command that replays property ``name`` of ``report`` (from any folder)."""
+    """The command that replays property ``name`` of ``report``, pasted into any shell
+    in any folder (:mod:`harness.replay`)."""
     with_aside = f" --set-aside {' '.join(set_aside)}" if set_aside else ""
     return (
-        f"{COMMAND} verify --adapter {report.adapter_ref} --profile {report.profile} "
-        f"--only {name}{with_aside}{replay_options}"
+        f"{invocation()} verify --adapter {shlex.quote(adapter_argument(report.adapter_ref))} "
+        f"--profile {report.profile} --only {name}{with_aside}{replay_options}"
     )
+
+
+def example_replay_command(
+    report: Report, name: str, failure: Failure, replay_options: str = ""
+) -> str | None:
+    """:func:`replay_command` of the one test case ``failure`` shrank to (``--replay``),
+    or None when Hypothesis printed no blob for it."""
+    blob = blob_argument(failure.reproduce)
+    if blob is None:
+        return None
+    command = replay_command(report, name, failure.set_aside, replay_options)
+    return f"{command} --replay {blob}"
 
 
 def _failure(report: Report, result: PropertyResult, failure: Failure) -> list[str]:

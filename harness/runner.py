@@ -26,6 +26,7 @@ and forth.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING
 from hypothesis import HealthCheck
 from hypothesis import settings as Settings
 from hypothesis.errors import FlakyFailure
+from hypothesis.reporting import with_reporter
 
 from harness.catalog import registered_properties
 from harness.heartbeat import beating, listening
@@ -265,7 +267,8 @@ class Report:
 
 
 class UnknownSelectionError(ValueError):
-    """``--only`` named neither a property nor a clause."""
+    """``--only`` named neither a property nor a clause, or not the one property a
+    replay blob replays."""
 
 
 ProgressFn = Callable[[int, int, str, "PropertyResult | None"], None]
@@ -446,7 +449,10 @@ def _run_once(
             detail,
             seconds=time.perf_counter() - started,
             set_aside=set_aside,
-            blocked_because=f"set aside: --set-aside {' '.join(set_aside)}" if set_aside else "",
+            blocked_because=(
+                f"set aside: --set-aside {' '.join(set_aside)}" if set_aside
+                else _REPLAYED_ONE if replay is not None else ""
+            ),
         )
 
     try:
@@ -463,11 +469,21 @@ def _run_once(
         return result(Verdict.ERROR, failures=(failure,))
     runnable.seed = None if seed is None else property_seed(seed, spec.name)
     runnable.replay = replay
+    # A replayed test case's narration is printed by Hypothesis, not attached to the
+    # error as a search's is: kept here, it becomes the failure's counterexample.
+    printed: list[str] = []
+    told = (
+        with_reporter(lambda value: printed.extend(str(value).splitlines()))
+        if replay is not None
+        else contextlib.nullcontext()
+    )
     try:
-        with setting_aside(set_aside), beating(spec.name, runnable, set_aside):
+        with told, setting_aside(set_aside), beating(spec.name, runnable, set_aside):
             runnable.run(settings)
     except Exception as e:  # noqa: BLE001 - every outcome is classified below
         failures = tuple(_classify(e, spec, set_aside))
+        if replay is not None:
+            failures = tuple(_replayed(f, tuple(printed), replay) for f in failures)
         verdict = (
             Verdict.FAIL if any(f.verdict is Verdict.FAIL for f in failures) else Verdict.ERROR
         )
@@ -565,6 +581,19 @@ def _notes(error: BaseException) -> tuple[str, ...]:
     return tuple(str(n) for n in getattr(error, "__notes__", ()))
 
 
+#: Why a replay's other clauses are not judged.
+_REPLAYED_ONE = "a replay runs the one test case: the whole run judges them"
+
+
+def _replayed(failure: Failure, printed: tuple[str, ...], replay: tuple[str, bytes]) -> Failure:
+    """``failure`` of a replayed test case, with the narration Hypothesis printed as its
+    counterexample and the blob it replayed as its reproduce line."""
+    counterexample = failure.counterexample or _split_notes(printed)[0]
+    version, blob = replay
+    reproduce = failure.reproduce or f"@reproduce_failure({version!r}, {blob!r})"
+    return dataclasses.replace(failure, counterexample=counterexample, reproduce=reproduce)
+
+
 def _split_notes(notes: tuple[str, ...]) -> tuple[tuple[str, ...], str | None]:
     """Separate Hypothesis' reproduce-failure advice from the counterexample."""
     kept: list[str] = []
@@ -630,6 +659,7 @@ def verify(
     per_clause: bool = True,
     jobs: int = 1,
     heartbeat: Callable[[str], None] | None = None,
+    replay: tuple[str, bytes] | None = None,
 ) -> Report:
     """Load the adapter, run every registered property (``only``: these property names
     or clause ids) and report one row per (clause, property) in SPEC.md order.
@@ -644,7 +674,9 @@ def verify(
     its own, so the report is the one ``jobs=1`` gives); isolated, each worker starts a
     child of its own (one process at a time under a sandbox user: :attr:`IsolatedSession.forks`).
     ``heartbeat``: hears a line every few seconds while a property runs
-    (:mod:`harness.heartbeat`: how many examples so far).
+    (:mod:`harness.heartbeat`: how many examples so far). ``replay``: the ``(version,
+    blob)`` of a ``@reproduce_failure``: run just that one test case of the one property
+    ``only`` selects (:class:`UnknownSelectionError` if it selects several).
     """
     started = time.perf_counter()
     if profile not in PROFILES:
@@ -667,6 +699,11 @@ def verify(
         parts = session.parts(fallback.adapter if fallback else None, absent)
 
     to_run = list(dict.fromkeys(n for _, n in pairs if n is not None and n in registry))
+    if replay is not None and len(to_run) != 1:
+        raise UnknownSelectionError(
+            f"a replay blob replays one example of one property: --only selects {len(to_run)}"
+            + (f" ({', '.join(to_run)})" if to_run else "")
+        )
 
     def run_one(name: str) -> PropertyResult:
         if session is not None:
@@ -674,7 +711,7 @@ def verify(
         spec = registry[name]
         return _run_if_provided(
             spec, loaded, parts, profile, transitions, seed, transform,
-            tuple(c for c in set_aside if c in spec.clauses), per_clause,
+            tuple(c for c in set_aside if c in spec.clauses), per_clause, replay,
         )
 
     with listening(heartbeat):
@@ -777,6 +814,7 @@ def _run_if_provided(
     transform: RunnableTransform | None = None,
     set_aside: tuple[str, ...] = (),
     per_clause: bool = True,
+    replay: tuple[str, bytes] | None = None,
 ) -> PropertyResult:
     absent = [c for c in spec.subject if not loaded.provides(c)]
     if spec.subject_any and len(absent) < len(spec.subject):
@@ -836,7 +874,7 @@ def _run_if_provided(
             lacking.append((clause, why))
     result = run_property(
         spec, parts, profile, loaded.identity, transitions=transitions, seed=seed,
-        transform=transform, set_aside=set_aside, per_clause=per_clause,
+        transform=transform, set_aside=set_aside, per_clause=per_clause, replay=replay,
     )
     if not lacking:
         return result

@@ -28,6 +28,7 @@ from types import ModuleType
 import pytest
 
 from harness import names
+from harness.report import EXAMPLE_REPLAY_HEADING
 from spec.clauses import mmspec_version
 from tests.conftest import ROOT
 from tests.test_pytest_plugin import TEAM_CONFTEST, _outcomes
@@ -313,11 +314,17 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
         cwd=work, env=env,
     )
     assert failing.returncode == 1, failing.stdout + failing.stderr
-    replay = next(line.strip() for line in failing.stdout.splitlines()
-                  if line.strip().startswith("python -m mmspec verify"))
-    again = _run([*python, *replay.split()[1:]], cwd=tmp_path, env=env)
+    lines = failing.stdout.splitlines()
+    replay = lines[lines.index("replay:") + 1].strip()
+    assert f"{python[0]} -m mmspec verify --adapter {work / 'empty_noop.py'}" in replay
+    again = _run(["bash", "-c", replay], cwd=tmp_path, env=env)  # pasted, as printed
     assert again.returncode == 1, again.stdout + again.stderr
     assert "FAIL" in again.stdout
+    one = lines[lines.index(EXAMPLE_REPLAY_HEADING) + 1].strip()
+    example = _run(["bash", "-c", one], cwd=tmp_path, env=env)
+    assert example.returncode == 1, example.stdout + example.stderr
+    row = next(line for line in example.stdout.splitlines() if line.startswith("SPL-4"))
+    assert row.split()[2:4] == ["1", "FAIL"]  # the one shrunk test case, failing again
 
     # a graded failure's reproducer: verified by the grader, and run from elsewhere
     regraded = _run(
