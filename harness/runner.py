@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 from hypothesis import HealthCheck
 from hypothesis import settings as Settings
 from hypothesis.errors import FlakyFailure
-from hypothesis.reporting import with_reporter
+from hypothesis.reporting import current_reporter, with_reporter
+from hypothesis.reporting import default as default_reporter
 
 from harness.catalog import registered_properties
 from harness.heartbeat import beating, listening
@@ -469,21 +470,13 @@ def _run_once(
         return result(Verdict.ERROR, failures=(failure,))
     runnable.seed = None if seed is None else property_seed(seed, spec.name)
     runnable.replay = replay
-    # A replayed test case's narration is printed by Hypothesis, not attached to the
-    # error as a search's is: kept here, it becomes the failure's counterexample.
     printed: list[str] = []
-    told = (
-        with_reporter(lambda value: printed.extend(str(value).splitlines()))
-        if replay is not None
-        else contextlib.nullcontext()
-    )
     try:
-        with told, setting_aside(set_aside), beating(spec.name, runnable, set_aside):
+        with _kept(printed), setting_aside(set_aside), beating(spec.name, runnable, set_aside):
             runnable.run(settings)
     except Exception as e:  # noqa: BLE001 - every outcome is classified below
         failures = tuple(_classify(e, spec, set_aside))
-        if replay is not None:
-            failures = tuple(_replayed(f, tuple(printed), replay) for f in failures)
+        failures = tuple(_told(f, tuple(printed), replay) for f in failures)
         verdict = (
             Verdict.FAIL if any(f.verdict is Verdict.FAIL for f in failures) else Verdict.ERROR
         )
@@ -585,12 +578,32 @@ def _notes(error: BaseException) -> tuple[str, ...]:
 _REPLAYED_ONE = "a replay runs the one test case: the whole run judges them"
 
 
-def _replayed(failure: Failure, printed: tuple[str, ...], replay: tuple[str, bytes]) -> Failure:
-    """``failure`` of a replayed test case, with the narration Hypothesis printed as its
-    counterexample and the blob it replayed as its reproduce line."""
+def _kept(printed: list[str]) -> contextlib.AbstractContextManager[None]:
+    """Keep what Hypothesis prints during a run (``report()``: a replayed test case's
+    narration, the steps before a ``FlakyStrategyDefinition``) in ``printed``, for the
+    failure it belongs to, instead of letting it reach the user's terminal beside the
+    report (``grade --quiet`` printed "Steps leading up to this error"). A reporter of
+    a caller's own (the grader recording a reproducer's narration) still hears it."""
+    outer = current_reporter()
+
+    def keep(value: object) -> None:
+        printed.extend(str(value).splitlines())
+        if outer is not default_reporter:
+            outer(value)
+
+    return with_reporter(keep)
+
+
+def _told(
+    failure: Failure, printed: tuple[str, ...], replay: tuple[str, bytes] | None
+) -> Failure:
+    """``failure`` with what Hypothesis printed as its counterexample when none came
+    with the error, and, replayed, the blob it replayed as its reproduce line."""
     counterexample = failure.counterexample or _split_notes(printed)[0]
-    version, blob = replay
-    reproduce = failure.reproduce or f"@reproduce_failure({version!r}, {blob!r})"
+    reproduce = failure.reproduce
+    if replay is not None and reproduce is None:
+        version, blob = replay
+        reproduce = f"@reproduce_failure({version!r}, {blob!r})"
     return dataclasses.replace(failure, counterexample=counterexample, reproduce=reproduce)
 
 
