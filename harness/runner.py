@@ -817,6 +817,15 @@ def _fallback(loaded: LoadedAdapter, fallback_ref: str | None) -> LoadedAdapter 
     return load_adapter(fallback_ref)
 
 
+def _needed_by(spec: PropertySpec, probe: Callable[[Parts], str | None]) -> str:
+    """``"SYS-1 to SYS-9 need"``, ``"ECD-6 needs"``: the clauses one probe answers for
+    (a machine's clauses share one probe: naming only the first misleads)."""
+    clauses = [clause for clause, other in spec.capabilities if other is probe]
+    if len(clauses) == 1:
+        return f"{clauses[0]} needs"
+    return f"{', '.join(clauses[:-1])} and {clauses[-1]} need"
+
+
 def _run_if_provided(
     spec: PropertySpec,
     loaded: LoadedAdapter,
@@ -872,8 +881,8 @@ def _run_if_provided(
             failure = Failure(
                 Verdict.ERROR,
                 None,
-                f"probing whether {loaded.name} provides {clause}'s optional capability "
-                f"raised {_located(e)}",
+                f"probing whether {loaded.name} provides the optional capability "
+                f"{_needed_by(spec, probe)} raised {_located(e)}",
                 _notes(e),
             )
             return PropertyResult(

@@ -148,7 +148,18 @@ def test_a_probe_that_raises_is_an_error_and_the_property_does_not_run() -> None
     report = _run(_with_probe(probe), ("FAKE-1", "FAKE-2"))
     assert [row.verdict for row in report.rows] == [Verdict.ERROR, Verdict.ERROR]
     (failure,) = report.results["probed"].failures
-    assert "FAKE-2's optional capability raised KeyError: 'absent' (at " in failure.message
+    assert "the optional capability FAKE-2 needs raised KeyError: 'absent' (at " in failure.message
+
+
+def test_a_raising_probe_shared_by_clauses_names_them_all() -> None:
+    def probe(parts: Parts) -> str | None:
+        raise RuntimeError("create_manager returned None")
+
+    spec = PropertySpec("probed", ("FAKE-1", "FAKE-2"), ("hasher",), (), _passes, __name__,
+                        capabilities=(("FAKE-1", probe), ("FAKE-2", probe)))  # fmt: skip
+    report = _run(spec, ("FAKE-1", "FAKE-2"))
+    (failure,) = report.results["probed"].failures
+    assert "the optional capability FAKE-1 and FAKE-2 need raised RuntimeError" in failure.message
 
 
 @pytest.mark.parametrize(
