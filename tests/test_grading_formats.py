@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -73,21 +74,53 @@ def test_a_failed_item_carries_everything_a_student_needs(
     reports: dict[str, GradeReport],
 ) -> None:
     results = json.loads(render(reports["failure"], "gradescope"))
-    (failed,) = [t for t in results["tests"] if t["status"] == "failed" and t["score"] == 0
+    (failed,) = [t for t in results["tests"] if t.get("status") == "failed" and t["score"] == 0
                  and "HASH-2" in t["tags"]]
     output = failed["output"]
     for expected in (
         "HASH-2 — different bytes, different hash",  # the clause
-        "minimal counterexample (1 step):",
+        "**Minimal counterexample:**",
         "1. two images of the same size, different bytes",  # numbered, in spec vocabulary
         "the specification expects: <value #2>",  # expected vs actual
         "your implementation gave:  <value #1>",
         "python -m properties grade adapters/zoo/hash_by_length.py --profile ci --seed 3",
-        "----- repro_hash_same_length_different_bytes_hash_2.py -----",  # the script
+        # the whole script, folded away under a click (Markdown: output_format md)
+        "<details><summary>Reproducer <code>repro_hash_same_length_different_bytes_hash_2.py",
         "ADAPTER = load_adapter(",
     ):
         assert expected in output, f"{expected!r} missing from:\n{output}"
+    assert failed["output_format"] == results["test_output_format"] == "md"
     assert "Traceback (most recent call last)" not in output
+
+
+def test_an_optional_item_not_provided_is_no_red_failure_on_gradescope(
+    reports: dict[str, GradeReport],
+) -> None:
+    results = json.loads(render(reports["template"], "gradescope"))
+    free = [t for t in results["tests"] if t["max_score"] == 0]
+    scored = [t for t in results["tests"] if t["max_score"] > 0]
+    assert free and scored
+    assert all("status" not in t and t["output"].startswith("**not provided**") for t in free)
+    assert all(t["status"] == "failed" for t in scored)  # points lost: failed
+
+
+def test_an_item_credited_through_a_stand_in_says_so(tmp_path: Path) -> None:
+    """A build of the scheduling hook alone is graded with the reference's cache manager
+    handed to it: the item's points are for the hook, and its output says who stood in."""
+    hook_only = tmp_path / "hook_only.py"
+    hook_only.write_text(
+        "from reference.adapter import ADAPTER as REFERENCE\n"
+        "from spec.adapter import Adapter\n"
+        "ADAPTER = Adapter(name='hook-only', scheduling_hook=REFERENCE.scheduling_hook)\n",
+        encoding="utf-8",
+    )
+    report = grade(str(hook_only), RUBRIC, "ci", only=["SCH-9"])
+    (item,) = [r for r in report.items if "SCH-9" in r.item.clauses]
+    assert item.status is ItemStatus.PASSED
+    assert item.summary.endswith(
+        "; the reference stood in for encoder_cache_manager, which the adapter does not "
+        "provide: the points are for its scheduling_hook"
+    )
 
 
 def test_json_has_every_fact(reports: dict[str, GradeReport]) -> None:

@@ -501,7 +501,33 @@ def _item_result(
     return made(
         ItemStatus.PASSED,
         f"{clauses} clause{'s' if clauses != 1 else ''} hold "
-        f"({len(names)} propert{'ies' if len(names) != 1 else 'y'}, {examples} examples)",
+        f"({len(names)} propert{'ies' if len(names) != 1 else 'y'}, {examples} examples)"
+        + _credited_through_stand_ins(names, report),
+    )
+
+
+def _credited_through_stand_ins(names: Sequence[str], report: Report) -> str:
+    """``"; the reference stood in for X: the points are for your Y"`` when the item's
+    properties ran on components the adapter lacks (an encoder-cache-only build is
+    graded on the engine loop through the reference's engine, with its cache manager
+    inside), else ``""``."""
+    registry = registered_properties()
+    involved = dict.fromkeys(
+        component
+        for name in names
+        if name in registry
+        for component in (*registry[name].subject, *registry[name].uses)
+    )
+    ours = [c for c in involved if report.provenance.get(c) == report.adapter_name]
+    stood_in = [c for c in involved if c in report.provenance and c not in ours]
+    if not stood_in or not ours:
+        return ""
+    owners = ", ".join(dict.fromkeys(report.provenance[c] for c in stood_in))
+    if owners == "reference":
+        owners = "the reference"
+    return (
+        f"; {owners} stood in for {', '.join(stood_in)}, which the adapter does not "
+        f"provide: the points are for its {', '.join(ours)}"
     )
 
 

@@ -65,13 +65,20 @@ def _components(report: GradeReport) -> list[str]:
 def _section(result: ItemResult) -> list[str]:
     item = result.item
     score = f"{points(result.score)}/{points(item.points)}"
-    lines = [
+    return [
         f"## {item.number}. {_cell(item.name)} — {STATUS_WORDS[result.status]} ({score})",
         "",
-        _cell(result.summary),
+        *item_body(result),
     ]
-    if item.description:
-        lines += ["", f"_What it grades:_ {_cell(item.description)}"]
+
+
+def item_body(result: ItemResult) -> list[str]:
+    """An item's section below its heading: why it has its status, what it grades, and
+    each failure (the reproducer folded away: a page of code under a click). Also each
+    Gradescope test's output (formats/gradescope.py)."""
+    lines = [_cell(result.summary)]
+    if result.item.description:
+        lines += ["", f"_What it grades:_ {_cell(result.item.description)}"]
     for failure in result.failures:
         lines += ["", *_failure(failure)]
     return lines
