@@ -24,9 +24,8 @@ import time
 from collections.abc import Sequence
 
 from harness.loader import REFERENCE_REF, AdapterLoadError
-from harness.names import COMMAND
 from harness.profiles import DEFAULT_PROFILE, PROFILES
-from harness.report import summary_line
+from harness.report import replay_command, summary_line
 from harness.runner import ACCEPTED, Report, UnknownSelectionError, verify
 
 #: Fresh seeds are drawn below this bound: short enough to retype from a log.
@@ -76,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = failing_rows(report)
         print(f"[{number}/{len(seeds)}] seed {seed}: {summary_line(report)}", flush=True)
         for row in bad:
-            print(f"    {row}; replay: {COMMAND} verify --adapter {args.adapter} "
-                  f"--profile {args.profile} --only {row.split()[1]} --seed {seed}")
+            replay = replay_command(report, row.split()[1], (), f" --seed {seed}")
+            print(f"    {row}; replay: {replay}")
         if bad:
             failed.append(seed)
     seconds = time.perf_counter() - started

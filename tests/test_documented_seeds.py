@@ -5,6 +5,7 @@ and so every correct build — a point. `make seed-sweep` runs fresh seeds the s
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,4 +68,6 @@ def test_the_sweep_reports_and_replays_a_failing_seed(capsys: pytest.CaptureFixt
     assert status == 1
     assert "seed sweep: reference" not in out
     assert "--only sch_doorstep_truncation --seed 7" in out
+    # the report's own replay line: this interpreter, the adapter's absolute path
+    assert f"{sys.executable} -m properties verify --adapter {Path(zoo).resolve()}" in out
     assert "0 of 1 seeds with every row passing" in out
