@@ -26,14 +26,14 @@ import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from contracts.contract import Contract, Implementation
 from contracts.symbolic_inputs import array_image, bytes_image
 from harness.loader import REFERENCE_REF, load_adapter
 from properties import oracles
 from spec.adapter import Adapter
-from spec.components import BlockHasher, Processor, SchedulingHook
+from spec.components import BlockExtraKeys, BlockHasher, Processor, SchedulingHook
 from spec.errors import BudgetConfigError
 from spec.types import (
     DynamicResolutionPolicy,
@@ -570,13 +570,22 @@ def _block_keys(
     """The adapter's ``BlockHasher(end − start).block_extra_keys``."""
 
     def keys(case: ExtraKeysCase) -> ExtraKeysResult:
-        block_hasher = hasher(case.end - case.start)
+        block_hasher = cast(BlockExtraKeys, hasher(case.end - case.start))
         return tuple(
             (str(h), int(o))
             for h, o in block_hasher.block_extra_keys(case.items(), case.start, case.end)
         )
 
     return keys
+
+
+def _block_keys_if_provided(adapter: Adapter) -> Implementation[Any, Any] | None:
+    """:func:`_block_keys` for an adapter whose block hasher has the optional
+    ``block_extra_keys`` (``spec.components.BlockExtraKeys``); ``None`` otherwise."""
+    factory = adapter.block_hasher
+    if factory is None or not callable(getattr(factory(1), "block_extra_keys", None)):
+        return None
+    return _block_keys(factory)
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -684,7 +693,7 @@ _TABLE: tuple[_Row, ...] = (
         "BlockHasher.block_extra_keys (two items)", ExtraKeysCase,
         {"first_offset": (0, 24), "first_length": (1, 24), "gap": (0, 8),
          "second_length": (1, 24)}, _block_after_start,
-        _keys_post, _via("block_hasher", _block_keys),
+        _keys_post, _block_keys_if_provided,
         60, ("pfx_no_offset", "pfx_key_by_size"),
     ),
 )

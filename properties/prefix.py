@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import cast
 
 from hypothesis import assume, given, note
 from hypothesis import strategies as st
@@ -26,8 +27,10 @@ from properties.framework import (
     answers,
     check,
     clause_property,
+    probed_product,
     stateless,
 )
+from spec.components import BlockExtraKeys, BlockHasher
 from spec.types import MultiModalItem, PlaceholderRange
 
 #: The placeholder id every image position carries (and, in dummy prompts, every
@@ -207,16 +210,35 @@ def pfx_same_inputs_same_hashes(parts: Parts) -> Runnable:
     return stateless(test)
 
 
-@clause_property("pfx_extra_keys_exact", "PFX-3", subject=("block_hasher",))
+def _extra_keys_probe(parts: Parts) -> str | None:
+    """Why the adapter's block hasher lacks the optional ``block_extra_keys`` (None: it
+    has it); a factory that raises, or gives no block hasher, raises here (issue 32)."""
+    hasher = probed_product(parts.block_hasher(1), BlockHasher, "block_hasher")
+    if callable(getattr(hasher, "block_extra_keys", None)):
+        return None
+    return (
+        "the block hasher does not provide the optional block_extra_keys() (PFX-3): no "
+        "per-block extra keys"
+    )
+
+
+@clause_property(
+    "pfx_extra_keys_exact",
+    "PFX-3",
+    subject=("block_hasher",),
+    capabilities=(("PFX-3", _extra_keys_probe),),
+)
 def pfx_extra_keys_exact(parts: Parts) -> Runnable:
     """PFX-3: every full block, and an arbitrary window, gets exactly the keys of the
     items overlapping it, with offsets relative to its start, in item order."""
+    if _extra_keys_probe(parts) is not None:
+        return Runnable(run=lambda settings: None)
 
     @given(layout=layouts(), data=st.data())
     def test(layout: Layout, data: st.DataObject) -> None:
         note(layout.describe())
         bs = layout.block_size
-        hasher = parts.block_hasher(bs)
+        hasher = cast(BlockExtraKeys, parts.block_hasher(bs))
         windows = [(b * bs, (b + 1) * bs) for b in range(layout.num_blocks)]
         start = data.draw(st.integers(0, len(layout.token_ids)), label="window start")
         end = data.draw(st.integers(start, len(layout.token_ids) + bs), label="window end")

@@ -297,6 +297,14 @@ class Splice(Protocol):
         mismatch, never broadcasting (SPL-1..4)."""
         ...
 
+
+@runtime_checkable
+class InjectingSplice(Protocol):
+    """Optional capability of a ``Splice`` (SPL-5, DIFF-2): the seed article's
+    marker-injection path, beside expand-then-splice. An engine whose processor expands
+    each image's placeholders before the splice has no such path (SGLang); without it
+    those clauses are "not provided"."""
+
     def inject(
         self,
         input_ids: Sequence[int],
@@ -384,16 +392,25 @@ class BlockHasher(Protocol):
     """Prefix-cache block hashing with multimodal extra keys (PFX). Built from
     ``block_size``."""
 
-    def block_extra_keys(
-        self, items: Sequence[MultiModalItem], start_token_idx: int, end_token_idx: int
-    ) -> tuple[tuple[str, int], ...]:
-        """``(mm_hash, offset - start_token_idx)`` for every item overlapping the block."""
-        ...
-
     def request_block_hashes(
         self, token_ids: Sequence[int], items: Sequence[MultiModalItem]
     ) -> list[str]:
         """Chained hashes of the full blocks of a prompt (PFX-1..6)."""
+        ...
+
+
+@runtime_checkable
+class BlockExtraKeys(Protocol):
+    """Optional capability of a ``BlockHasher`` (PFX-3): the per-block extra keys
+    themselves, which consumers of per-block keys (KV transfer, offloading) read. An
+    engine that puts an item's identity into the token ids instead (SGLang's pad values)
+    has none; without it PFX-3 is "not provided", and the hashes (PFX-1, PFX-2, PFX-4..6)
+    are judged all the same."""
+
+    def block_extra_keys(
+        self, items: Sequence[MultiModalItem], start_token_idx: int, end_token_idx: int
+    ) -> tuple[tuple[str, int], ...]:
+        """``(mm_hash, offset - start_token_idx)`` for every item overlapping the block."""
         ...
 
 

@@ -71,8 +71,8 @@ def problems_of(ref: str) -> list[str]:
         ),
         pytest.param(
             "tests/fixtures/missing_method.py",
-            "splice: MergeOnlySplice lacks method inject(input_ids, text_embeds, "
-            "visual_tokens, marker_id)",
+            "splice: InjectOnlySplice lacks method merge(inputs_embeds, mm_embeds, "
+            "is_multimodal)",
             id="missing-method",
         ),
         pytest.param(

@@ -142,9 +142,9 @@ def test_a_malformed_adapter_is_one_usage_error(tmp_path: Path, named_by: str) -
     done = _pytest(tmp_path, *args, f"--junitxml={junit}")
     output = done.stdout + done.stderr
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, output
-    assert output.count("MergeOnlySplice lacks method inject") == 1, output
+    assert output.count("InjectOnlySplice lacks method merge") == 1, output
     assert output.count("cannot load adapter") == 1 and len(output.splitlines()) < 15, output
     # A CI reading the JUnit file still hears of it.
     [(name, (outcome, _))] = _outcomes(junit).items()
     assert (name, outcome) == ("adapter", "error")
-    assert "MergeOnlySplice lacks method inject" in junit.read_text()
+    assert "InjectOnlySplice lacks method merge" in junit.read_text()

@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TREE = ROOT / ".sglang-cache" / "sglang-0.5.23"
 REQUIRED = os.environ.get("MMSPEC_REQUIRE_SGLANG") == "1"
 
-#: The properties of the components the adapter provides (PFX-3, SPL-5 and DIFF-2 raise:
-#: no equivalent).
+#: The properties of the components the adapter provides (PFX-3, SPL-5 and DIFF-2 are not
+#: provided: optional capabilities SGLang has no code for).
 PROVIDED = ("PFX-1", "PFX-2", "PFX-4", "PFX-5", "PFX-6",
             "SPL-1", "SPL-2", "SPL-3", "SPL-4", "DIFF-1", "DIFF-3")
 

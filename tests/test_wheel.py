@@ -383,7 +383,7 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
     bad = _run([*python, "-m", "pytest", "--mmspec-adapter=malformed.py", "-p",
                 "no:cacheprovider", "-q"], cwd=engine, env=env, timeout=300)
     assert bad.returncode == pytest.ExitCode.USAGE_ERROR, bad.stdout + bad.stderr
-    assert (bad.stdout + bad.stderr).count("lacks method inject") == 1, bad.stdout + bad.stderr
+    assert (bad.stdout + bad.stderr).count("lacks method merge") == 1, bad.stdout + bad.stderr
 
 
 TEAM_TEST = """\

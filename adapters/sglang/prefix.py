@@ -11,8 +11,9 @@ share page ``i`` exactly when their padded ids agree on pages ``0..i``. So:
   returns, per full block, a SHA-256 of the padded prefix up to that block's end: equal
   exactly when the radix key prefixes are equal (the digest adds no collision a search
   could reach, and removes none).
-- ``block_extra_keys`` raises ``NotImplementedError``: there is nothing in SGLang it
-  could call (docs/sglang.md, PFX-3).
+- No ``block_extra_keys``: there is nothing in SGLang it could call, so the block hasher
+  lacks that optional capability (``spec.components.BlockExtraKeys``) and PFX-3 is
+  ``not provided`` (docs/sglang.md); PFX-4..6 judge the hashes.
 
 An item's feature stands for its pixels: one row of 32 bytes, the SHA-256 of its
 ``mm_hash`` (a fixed-width row, as pixel patches are, so concatenating rows is
@@ -120,14 +121,6 @@ class SglangBlockHasher:
         self._schedule_batch = schedule_batch
         self._mm_utils = mm_utils
         self._block_size = block_size
-
-    def block_extra_keys(
-        self, items: Sequence[MultiModalItem], start_token_idx: int, end_token_idx: int
-    ) -> tuple[tuple[str, int], ...]:
-        raise NotImplementedError(
-            "SGLang has no per-block extra keys: items are pad values inside the token ids "
-            "its radix cache matches on (docs/sglang.md)"
-        )
 
     def request_block_hashes(
         self, token_ids: Sequence[int], items: Sequence[MultiModalItem]

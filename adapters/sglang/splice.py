@@ -16,8 +16,9 @@ CPU tensors, with the count of selected positions as ``num_mm_tokens``.
   ``mm_schedule`` a ``get_schedule`` answering SGLang's default, 8192 (chunked prefill on).
   Its warnings go to a silent logger of the adapter's: they are not behaviour a clause
   judges.
-- ``inject`` raises ``NotImplementedError``: SGLang has no marker-injection path (its
-  prompts are expanded by the processor before the splice), so SPL-5 is ``no equivalent``.
+- No ``inject``: SGLang has no marker-injection path (its prompts are expanded by the
+  processor before the splice), so the splice lacks that optional capability
+  (``spec.components.InjectingSplice``) and SPL-5 and DIFF-2 are ``not provided``.
 
 0.5.3 assigns inline inside ``embed_mm_inputs`` (``inputs_embeds[indices] = embedding``):
 no function to call, so the splice is not provided there (:func:`available`).
@@ -85,12 +86,3 @@ class SglangSplice:
         self._scatter(dest=dest, mask=mask, src=embedding)
         out: NDArray[Any] = dest.numpy()
         return out
-
-    def inject(
-        self,
-        input_ids: Sequence[int],
-        text_embeds: NDArray[Any],
-        visual_tokens: Sequence[NDArray[Any]],
-        marker_id: int,
-    ) -> NDArray[Any]:
-        raise NotImplementedError("SGLang has no marker-injection path (docs/sglang.md, SPL-5)")

@@ -1,8 +1,10 @@
 """The optional extension Protocols a component may also meet.
 
-Some properties ask more of a component when it offers more (the differential checks
-run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9 when the cache
-manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``; ECD-6 when the
+Some properties ask more of a component when it offers more (SPL-5 and DIFF-2 run when
+a splice has ``inject``, PFX-3 when a block hasher has ``block_extra_keys``; the
+differential checks run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and ECM-9
+when the cache manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``;
+ECD-6 when the
 encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
 ``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``;
 SYS-11 to SYS-15 when the engine loop has the resets, ``update_weights``,
@@ -17,8 +19,10 @@ from harness.loader import protocol_members
 from spec.components import (
     AsyncEngine,
     Bfloat16Splice,
+    BlockExtraKeys,
     EncoderCacheBookkeeping,
     IdentityBlockHasher,
+    InjectingSplice,
     MultiPrecisionEncoder,
     RequestIdentifiedHasher,
     ResettableEncoderCache,
@@ -29,12 +33,13 @@ from spec.components import (
 
 #: component -> the extension Protocols its product may meet.
 EXTENSIONS: dict[str, tuple[type, ...]] = {
-    "splice": (Bfloat16Splice,),
+    # SPL-5 and DIFF-2's optional capability, and DIFF-1..3's bfloat16
+    "splice": (InjectingSplice, Bfloat16Splice),
     "encoder": (MultiPrecisionEncoder,),
     # ECM-8 and ECM-9's optional capabilities: probed on the proxy, as in process
     "encoder_cache_manager": (ResettableEncoderCache, EncoderCacheBookkeeping),
-    # PFX-7 and PFX-8's optional capability
-    "block_hasher": (IdentityBlockHasher,),
+    # PFX-3's optional capability, and PFX-7 and PFX-8's
+    "block_hasher": (BlockExtraKeys, IdentityBlockHasher),
     # HASH-7 and HASH-8's
     "hasher": (RequestIdentifiedHasher,),
     # ECD-6's optional capability
