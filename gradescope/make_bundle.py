@@ -38,6 +38,7 @@ INCLUDED: tuple[str, ...] = (
     "exhaustive",
     "adapters/__init__.py",
     "adapters/template",
+    "mmspec/__init__.py",  # ``mmspec.spec`` is ``spec``: one adapter for every copy
     "rubrics",
     "docs/grading.md",
     "README.md",

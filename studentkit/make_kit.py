@@ -63,6 +63,7 @@ INCLUDED: tuple[str, ...] = (
     "exhaustive",
     "adapters/__init__.py",
     "adapters/template",
+    "mmspec/__init__.py",  # ``mmspec.spec`` is ``spec``: one adapter for every copy
     "docs/grading.md",
     "docs/lab_scenarios.md",
 )

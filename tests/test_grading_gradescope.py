@@ -132,11 +132,13 @@ def test_the_bundle_is_reproducible(bundle: Path, tmp_path: Path) -> None:
 def test_a_buggy_submission_is_graded_with_its_counterexample(
     bundle: Path, scratch: Path
 ) -> None:
-    # A submission: the adapter (the template's role) and a module of the student's own.
+    # A submission: the adapter (the template's role) and a module of the student's own;
+    # it imports the spec as an installed adapter does (one adapter for every copy:
+    # issue 33, item 5)
     adapter = _zoo("hash_by_length").replace(
         "from reference.hasher import Hasher", "from my_build.hashing import Hasher"
-    )
-    assert "my_build" in adapter
+    ).replace("from spec.", "from mmspec.spec.")
+    assert "my_build" in adapter and "from spec." not in adapter
     root = _autograder(
         scratch,
         bundle,

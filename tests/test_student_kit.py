@@ -43,7 +43,7 @@ from mybuild.prefix import BlockHasher
 from mybuild.processor import Processor
 from mybuild.scheduling import SchedulingHook
 from mybuild.splice import Splice
-from spec.adapter import Adapter
+from mmspec.spec.adapter import Adapter
 
 from mybuild.{store_module} import {store_class}
 
@@ -120,7 +120,10 @@ def test_the_kit_hands_out_no_answer_key(
 
 def _submission(folder: Path, buggy: bool) -> Path:
     """The reference's modules as the student's package ``mybuild``; ``buggy``: with
-    the zoo's worker store that keeps freed hashes."""
+    the zoo's worker store that keeps freed hashes. It imports the spec as an installed
+    adapter does, ``mmspec.spec``: one adapter serves the kit, the checkout's grader (and
+    the wheel and the autograder: tests/test_wheel.py, tests/test_grading_gradescope.py;
+    issue 33, item 5), its errors the very classes the grader checks against."""
     package = folder / "mybuild"
     package.mkdir(parents=True)
     sources = sorted((ROOT / "reference").glob("*.py"))
@@ -129,7 +132,8 @@ def _submission(folder: Path, buggy: bool) -> Path:
     for source in sources:
         text = source.read_text(encoding="utf-8")
         text = re.sub(r"^from reference\.", "from mybuild.", text, flags=re.MULTILINE)
-        assert not re.search(r"^(from|import) reference\b", text, re.MULTILINE), source
+        text = re.sub(r"^from spec\.", "from mmspec.spec.", text, flags=re.MULTILINE)
+        assert not re.search(r"^(from|import) (reference|spec)\b", text, re.MULTILINE), source
         (package / source.name).write_text(text, encoding="utf-8")
     (package / "__init__.py").write_text("", encoding="utf-8")
     store = ("worker_keeps_freed", "KeepsFreedWorkerStore") if buggy else (
