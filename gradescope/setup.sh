@@ -90,6 +90,12 @@ else
   # what decides the grade is root's alone; the grader's code stays readable
   chmod 600 "$SOURCE/grading.env"
   chmod -R go-rwx "$SOURCE/rubrics"
+  # and so is the answer key: the reference and the models the properties compare with
+  # (the reference stands in for what a submission lacks from the grader's process:
+  # harness/isolation/standins.py), compiled copies included; run_autograder writes none
+  chmod -R go-rwx "$SOURCE/reference" "$SOURCE/properties/models" \
+    "$SOURCE/properties/oracles.py" "$SOURCE/properties/differential.py"
+  find "$SOURCE" -name __pycache__ -type d -prune -exec rm -rf {} +
   echo "$SANDBOX_USER" > "$SOURCE/.mmspec-sandbox-user"
   echo "setup.sh: the submission will run as $SANDBOX_USER (uid $(id -u "$SANDBOX_USER"))"
 fi

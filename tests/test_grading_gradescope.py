@@ -129,6 +129,19 @@ def test_the_bundle_is_reproducible(bundle: Path, tmp_path: Path) -> None:
     assert again.read_bytes() == bundle.read_bytes()
 
 
+#: A student's own hasher (the reference is the grader's alone: a submission cannot
+#: import it), which the zoo's size-only bug is laid over.
+OWN_HASHER = """\
+import hashlib
+
+
+class Hasher:
+    def hash_item(self, data, options=None):
+        shown = repr((type(data).__name__, data, sorted((options or {}).items())))
+        return hashlib.sha256(shown.encode()).hexdigest()
+"""
+
+
 def test_a_buggy_submission_is_graded_with_its_counterexample(
     bundle: Path, scratch: Path
 ) -> None:
@@ -145,7 +158,7 @@ def test_a_buggy_submission_is_graded_with_its_counterexample(
         {
             "adapter.py": adapter,
             "my_build/__init__.py": "",
-            "my_build/hashing.py": "from reference.hasher import Hasher\n",
+            "my_build/hashing.py": OWN_HASHER,
         },
     )
     first = _run(root)
@@ -209,7 +222,8 @@ def test_with_the_default_setup_a_submission_cannot_reach_the_grader(
     # issue 15: built and set up as Gradescope does, as root, the bundle runs the
     # submission as its own user: it cannot read grading.env (the secret seed) or the
     # rubric, find the seed on a command line, signal or prlimit the grader, or change
-    # results.json, during grading or after it
+    # results.json, during grading or after it; issue 32: nor import or read the answer
+    # key (the reference, the models), which stands in for what it lacks from the grader
     marker = scratch / "marker"
     marker.mkdir()
     marker.chmod(0o1777)
@@ -228,8 +242,12 @@ def test_with_the_default_setup_a_submission_cannot_reach_the_grader(
     attempts = [json.loads(line) for line in lines]
     assert attempts, "the submission ran"
     by_what = {a["what"]: a for a in attempts}
-    for what in ("read grading.env", "read the rubric", "write results.json"):
+    for what in ("read grading.env", "read the rubric", "write results.json",
+                 "read the reference", "read the models", "read the oracles"):
         assert not by_what[what]["done"] and "PermissionError" in by_what[what]["got"], what
+    # the answer key: never in the submission's process, nor compiled where it can read
+    for what in ("import the reference", "read a compiled answer key"):
+        assert not by_what[what]["done"], by_what[what]
     assert str(SECRET) not in by_what["seed on a command line"]["got"]
     signals = [a for a in attempts if a["what"].startswith(("SIGSTOP", "prlimit"))]
     assert signals and not [a for a in signals if a["done"]], signals

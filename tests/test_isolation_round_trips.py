@@ -4,6 +4,8 @@ else has been sent — the same values a call would give, fewer round trips."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from harness.isolation import IsolatedSession, Limits, wire
@@ -90,7 +92,8 @@ def test_answers_are_the_calls_a_loop_makes_and_an_error_stands_where_it_was_rai
 
 
 def test_the_child_answers_each_call_in_turn_and_stops_at_the_first_that_raises() -> None:
-    child = _Child()
+    near, _far = socket.socketpair()  # no callback is made: nothing crosses it
+    child = _Child(near)
     component = _Listing()
     child.handles[1] = component
     each = [wire.to_wire((request_id,)) for request_id in ("a", "bb", "bad", "ccc")]

@@ -123,6 +123,18 @@ class Verification:
     #: The mismatch is an exception raised inside the reference standing in for a
     #: component the adapter lacks (as the script's runtime says: untrusted, wording only).
     by_stand_in: bool = False
+    #: Not run: ``detail`` says why.
+    skipped: bool = False
+
+
+#: The line of a script that builds the reference's components the adapter lacks.
+REFERENCE_LINE = 'REFERENCE = load_adapter("reference")'
+#: Why such a script is not run when the grader runs the submission as a user of its own.
+REFERENCE_KEPT_FROM_SANDBOX = (
+    "not run when graded: it builds the reference's components for those the adapter "
+    "lacks, and the sandbox keeps the reference from the submission's user (it runs "
+    "where the reference is, as the instructor's checkout)"
+)
 
 
 @dataclass(frozen=True)
@@ -466,7 +478,7 @@ def build_script(
         f"ADAPTER = load_adapter(adapter_ref({context.adapter_ref!r}))",
     ]
     if literals.uses_reference:
-        lines.append('REFERENCE = load_adapter("reference")  # components the adapter lacks')
+        lines.append(f"{REFERENCE_LINE}  # components the adapter lacks")
     lines += [*imports, "", "# --- the minimal failing example ---", *body, ""]
     lines.append(
         f'print("\\nAll {step} checked steps gave what the specification expects.")'
@@ -988,6 +1000,8 @@ def verify_script(
     the failure only when it stops at a step with REPRODUCED; its output is untrusted
     (bounded and escaped in what is returned)."""
     limits = limits or Limits()
+    if limits.sandbox is not None and REFERENCE_LINE in script:
+        return Verification(False, None, REFERENCE_KEPT_FROM_SANDBOX, skipped=True)
     seconds = limits.property_seconds if timeout is None else timeout
     command = limits.command(
         [
@@ -1094,6 +1108,8 @@ def make_reproducer(
 
 
 def _verdict(verification: Verification) -> str:
+    if verification.skipped:
+        return f"this script was {verification.detail}."
     if verification.reproduces:
         where = f"at step {verification.step}" if verification.step else "before the first step"
         return f"this script stopped {where} against the graded adapter (REPRODUCED)."

@@ -8,11 +8,13 @@ alike, before it imports the code under test, so that code cannot raise them aga
 
 Requests (plain data, see :mod:`harness.isolation.wire`), each answered by one reply:
 
-- ``("load", drops, ref, fallback_ref)`` -> ``("ok", info)`` or ``("load_error", problems)``
+- ``("load", drops, ref, stand_ins)`` -> ``("ok", info)`` or ``("load_error", problems)``;
+  ``stand_ins``: the components the grader can stand in for (the reference's; none in the
+  student kit)
 - ``("build", drops, component, owner, args)`` -> ``("ok", (handle, extension members))``;
-  ``owner`` is ``"adapter"`` or ``"fallback"`` (the reference, for a component the
-  adapter lacks but one of its components is handed, e.g. the cache manager its
-  scheduling hook is given); an engine loop gets the child's own ``EngineParts``
+  ``owner`` is ``"adapter"``; an engine loop gets ``EngineParts`` of the adapter's
+  factories and, for the components it lacks, the grader's stand-ins (:mod:`.standins`:
+  the reference never enters this process; its components are called back)
 - ``("call", drops, handle, member, args, kwargs, writes, track)`` /
   ``("get", drops, handle, member)``
   -> ``("ok", value)``;
@@ -41,6 +43,8 @@ Every ``BaseException`` of the code under test (``SystemExit``, ``KeyboardInterr
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import resource
 import socket
@@ -51,6 +55,8 @@ from typing import Any
 
 from harness.isolation import wire
 from harness.isolation.extensions import extension_members, observed_properties
+from harness.isolation.proxy import Proxy
+from harness.isolation.standins import GraderLink, StandInChannel, component_of
 from harness.names import HOME
 
 _ROOT = HOME
@@ -62,9 +68,10 @@ _TRACKED_ARRAYS = 64  # as harness.isolation.session.TRACKED_ARRAYS
 
 
 class _Child:
-    """The child's state: the adapter, the fallback, and the components it built."""
+    """The child's state: the adapter, the components it built, and its link to the
+    stand-ins the grader holds."""
 
-    def __init__(self) -> None:
+    def __init__(self, sock: socket.socket) -> None:
         self.handles: dict[int, object] = {}
         #: handle -> the Protocol properties read after each call on it
         self.observed: dict[int, tuple[str, ...]] = {}
@@ -73,7 +80,12 @@ class _Child:
         self.next_array = -1
         self.next_handle = 1
         self.adapter: Any = None
-        self.fallback: Any = None
+        #: the components the grader stands in for (the reference's), by name
+        self.stand_ins: frozenset[str] = frozenset()
+        self.link = GraderLink(sock, self.serve)
+        self.channel = StandInChannel(self.link, self.encode, self.resolve_reference)
+        #: id(object) -> handle, for the child's components handed to a stand-in
+        self.handed: dict[int, int] = {}
 
     def resolve(self, handle: int) -> object:
         try:
@@ -81,28 +93,70 @@ class _Child:
         except KeyError:
             raise wire.WireError(f"no component with handle {handle}") from None
 
+    def resolve_reference(self, data: Any) -> object:
+        """A handle the grader sent: one of ours, or (``HELD``) a stand-in it holds."""
+        if type(data) is int:
+            return self.resolve(data)
+        if data[0] == wire.HELD:
+            return self.channel.proxy(data)
+        raise wire.WireError("the grader named one of the child's components with a reference")
+
+    def encode(self, value: object) -> Any:
+        """A callback's arguments as plain data: a stand-in as its ``HELD`` reference,
+        one of the child's components as a handle with its component's name."""
+        return wire.to_wire(value, handle_of=self.reference_of)
+
+    def reference_of(self, value: object) -> tuple[Any, ...] | None:
+        if isinstance(value, Proxy) and value._channel is self.channel:
+            return (wire.HELD, value._handle, value._component, ())
+        component = component_of(value)
+        if component is None:
+            return None
+        handle = self.handed.get(id(value))
+        if handle is None or self.handles.get(handle) is not value:
+            handle = self.next_handle
+            self.next_handle += 1
+            self.handles[handle] = value
+            self.handed[id(value)] = handle
+        return (wire.HANDLE, handle, component, extension_members(component, value))
+
+    def serve(self, request: Any) -> tuple[Any, ...]:
+        """The reply to one request (never raises)."""
+        try:
+            return self.answer(request)
+        except wire.WireError as e:
+            return ("bad", str(e))
+        except MemoryError as e:
+            return ("oom", f"MemoryError: {e}")
+        except Exception as e:  # noqa: BLE001 - a malformed request: say so, carry on
+            return ("bad", f"{type(e).__name__}: {e}")
+
     def answer(self, request: Any) -> tuple[Any, ...]:
         op, drops = request[0], request[1]
         for handle in drops:
-            self.handles.pop(handle, None)
+            gone = self.handles.pop(handle, None)
             self.observed.pop(handle, None)
+            if gone is not None and self.handed.get(id(gone)) == handle:
+                del self.handed[id(gone)]
         if op == "load":
             return self.load(request[2], request[3])
         if op == "reset":
             self.handles.clear()
             self.observed.clear()
             self.arrays.clear()
+            self.handed.clear()
+            self.channel = StandInChannel(self.link, self.encode, self.resolve_reference)
             return ("ok", None)
         if op == "build":
             component, owner, args = request[2], request[3], request[4]
-            return self.build(component, owner, wire.from_wire(args, self.resolve))
+            return self.build(component, owner, wire.from_wire(args, self.resolve_reference))
         if op == "call":
             target = self.resolve(request[2])
             track = request[7] is True
             self.write_back(request[6])
             keep = self.keep_array if track else None
-            args = wire.from_wire(request[4], self.resolve, keep)
-            kwargs = wire.from_wire(request[5], self.resolve, keep)
+            args = wire.from_wire(request[4], self.resolve_reference, keep)
+            kwargs = wire.from_wire(request[5], self.resolve_reference, keep)
             call = getattr(target, request[3])
             reply = self.reply(lambda: call(*args, **kwargs), self.number_array if track else None)
             return self.with_properties(reply, request[2])
@@ -122,7 +176,7 @@ class _Child:
         call = getattr(self.resolve(handle), member)
         replies: list[tuple[Any, ...]] = []
         for data in each_args:
-            args = wire.from_wire(data, self.resolve)
+            args = wire.from_wire(data, self.resolve_reference)
             reply = self.reply(lambda args=args: call(*args))
             if reply[0] == "oom":
                 return reply
@@ -131,13 +185,15 @@ class _Child:
                 break
         return self.with_properties(("ok", replies), handle)
 
-    def load(self, ref: str, fallback_ref: str | None) -> tuple[Any, ...]:
+    def load(self, ref: str, stand_ins: Any) -> tuple[Any, ...]:
         from harness.loader import AdapterLoadError, load_adapter, make_siblings_importable
 
+        if not isinstance(stand_ins, list) or not set(stand_ins) <= set(_components()):
+            raise wire.WireError("load names the stand-ins as a list of components")
+        self.stand_ins = frozenset(stand_ins)
         make_siblings_importable(ref)
         try:
             loaded = load_adapter(ref)
-            self.fallback = load_adapter(fallback_ref).adapter if fallback_ref else None
         except AdapterLoadError as e:
             return ("load_error", list(e.problems))
         except BaseException as e:  # noqa: BLE001 - KeyboardInterrupt, GeneratorExit, ...
@@ -156,15 +212,11 @@ class _Child:
         return ("ok", info)
 
     def build(self, component: str, owner: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        source = self.adapter if owner == "adapter" else self.fallback
-        factory = getattr(source, component, None)
+        factory = getattr(self.adapter, component, None) if owner == "adapter" else None
         if factory is None:
             raise wire.WireError(f"{owner} has no {component}")
         if component == "engine_loop":
-            from harness.loader import build_parts
-
-            engine_parts = build_parts(self.adapter, self.fallback).engine_parts()
-            args = (args[0], engine_parts)
+            args = (args[0], self.engine_parts())
 
         handle = self.next_handle
 
@@ -177,6 +229,24 @@ class _Child:
             return handle, extras
 
         return self.with_properties(self.reply(make), handle)
+
+    def engine_parts(self) -> Any:
+        """The adapter's factories for an engine loop's parts; for each it lacks, the
+        grader's stand-in (built there, called back), or one that raises
+        ``NotImplementedError`` when nobody provides it (as ``harness.loader.build_parts``)."""
+        from spec.adapter import EngineParts
+
+        factories: dict[str, Any] = {}
+        for field in dataclasses.fields(EngineParts):
+            name = field.name
+            factory = getattr(self.adapter, name, None)
+            if factory is None and name in self.stand_ins:
+                factory = functools.partial(self._stand_in, name)
+            factories[name] = factory if factory is not None else _unavailable(name)
+        return EngineParts(**factories)
+
+    def _stand_in(self, component: str, *args: Any) -> Any:
+        return self.channel.build(component, args)
 
     def with_properties(self, reply: tuple[Any, ...], handle: int) -> tuple[Any, ...]:
         names = self.observed.get(handle, ())
@@ -222,6 +292,13 @@ class _Child:
             return ("oom", f"MemoryError: {e}")
         except BaseException as e:  # noqa: BLE001 - a conversion hook that raises
             return ("bad", f"converting the result raised {type(e).__name__}: {e}")
+
+
+def _unavailable(component: str) -> Any:
+    def factory(*_args: object) -> Any:
+        raise NotImplementedError(f"no implementation provides the {component} component")
+
+    return factory
 
 
 def _read(target: object, name: str) -> object:
@@ -305,21 +382,14 @@ def main(argv: list[str]) -> int:
     fd, memory_bytes, cpu_seconds = int(argv[0]), int(argv[1]), int(argv[2])
     _set_limits(memory_bytes, cpu_seconds)
     sock = socket.socket(fileno=fd)
-    child = _Child()
+    child = _Child(sock)
     while True:
         try:
             header = wire.recv_exact(sock, wire.HEADER_SIZE)
             request = wire.decode_frame(wire.recv_exact(sock, wire.frame_size(header)))
         except EOFError:
             return 0
-        try:
-            reply = child.answer(request)
-        except wire.WireError as e:
-            reply = ("bad", str(e))
-        except MemoryError as e:
-            reply = ("oom", f"MemoryError: {e}")
-        except Exception as e:  # noqa: BLE001 - a malformed request: say so, carry on
-            reply = ("bad", f"{type(e).__name__}: {e}")
+        reply = child.serve(request)
         wire.send(sock, reply)
         if reply[0] == "oom":
             os._exit(3)

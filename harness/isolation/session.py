@@ -48,6 +48,7 @@ from harness.isolation.proxy import (
     proxy_class,
     rebuilt_error,
 )
+from harness.isolation.standins import StandIns
 from harness.isolation.supervisor import Child, ChildGone, Limits, size_text
 from harness.loader import (
     NOT_PROVIDED,
@@ -57,6 +58,7 @@ from harness.loader import (
     adapter_identity,
     build_parts,
     fallback_for,
+    load_adapter,
     protocol_members,
 )
 from properties.framework import Parts
@@ -104,8 +106,18 @@ class IsolatedSession:
     ) -> None:
         self.adapter_ref = adapter_ref
         self.limits = limits
-        #: the fallback the child loads: none in the student kit (no reference there)
+        #: the fallback whose components the grader stands in with (never loaded in the
+        #: child: .standins); none in the student kit (no reference there)
         self.fallback_ref = fallback_for(fallback_ref)
+        fallback = load_adapter(self.fallback_ref).adapter if self.fallback_ref else None
+        self._fallback_factories: dict[str, Any] = {
+            name: getattr(fallback, name)
+            for name, _protocol in COMPONENTS
+            if fallback is not None and getattr(fallback, name) is not None
+        }
+        self._stand_ins = StandIns({})
+        #: how deep in nested exchanges (a stand-in calling the child back) we are
+        self._depth = 0
         self._folder = Path(tempfile.mkdtemp(prefix="mmspec-isolated-"))
         self._output = (self._folder / "output.txt").open("w+b")
         self.generation = 0
@@ -138,7 +150,9 @@ class IsolatedSession:
         self._child = Child(self.limits, self._output)
         self.generation += 1
         self._drops = []
-        message: tuple[Any, ...] = ("load", [], self.adapter_ref, self.fallback_ref)
+        self._stand_ins.clear()
+        stand_ins = list(self._fallback_factories)
+        message: tuple[Any, ...] = ("load", [], self.adapter_ref, stand_ins)
         try:
             reply = self._child.request(message, self.limits.property_seconds)
         except ChildGone as e:
@@ -153,6 +167,13 @@ class IsolatedSession:
             self._child.kill("broke the protocol")
             raise AdapterLoadError(self.adapter_ref, [f"the isolated child {problem}"])
         assert isinstance(info, dict)
+        # the grader builds, for the child, only what the adapter lacks: a stand-in of a
+        # component it provides would be the reference graded as the submission's
+        self._stand_ins.factories = {
+            name: factory
+            for name, factory in self._fallback_factories.items()
+            if name not in info["provided"]
+        }
         return info
 
     def _load_output(self) -> list[str]:
@@ -177,24 +198,22 @@ class IsolatedSession:
         )
 
     def parts(self, fallback: Adapter | None, absent: str = NOT_PROVIDED) -> Parts:
-        """The adapter's proxies, the fallback's components elsewhere — except that a
-        scheduling hook in the child is handed a cache manager in the child (the
-        reference's, when the adapter has none): components cross as handles only.
+        """The adapter's proxies, the fallback's components elsewhere, built here: one
+        handed to the child (the reference's cache manager, given to the adapter's
+        scheduling hook) crosses as a reference the child calls back (:mod:`.standins`).
         ``absent``: the provenance of components nobody provides (see build_parts)."""
         parts = build_parts(self.loaded.adapter, fallback, absent)
         provided = set(self._info["provided"])
-        if (
-            "scheduling_hook" in provided
-            and "encoder_cache_manager" not in provided
-            and fallback is not None
-            and fallback.encoder_cache_manager is not None
-        ):
-            factory = ProxyFactory(self, "encoder_cache_manager", "fallback")
-            parts = replace(parts, encoder_cache_manager=factory)
-        return parts
+        held = {
+            name: self._stand_ins.tracked(name, getattr(parts, name))
+            for name, _protocol in COMPONENTS
+            if name not in provided and fallback is not None and getattr(fallback, name)
+        }
+        return replace(parts, **held)  # type: ignore[arg-type]  # factories, by name
 
     def begin_property(self, name: str) -> None:
         """Give the next property a live child and its full time allowance."""
+        self._stand_ins.clear()
         self._used = 0.0
         self._death = None
         self._tracked.clear()
@@ -396,7 +415,7 @@ class IsolatedSession:
     def _encode(self, value: object) -> Any:
         return wire.to_wire(value, handle_of=self._handle_of)
 
-    def _handle_of(self, value: object) -> int | None:
+    def _handle_of(self, value: object) -> int | tuple[Any, ...] | None:
         if type(value).__name__ == "Recorded":  # the grader's recording wrapper
             from harness.grading.recording import Recorded, target_of
 
@@ -404,7 +423,15 @@ class IsolatedSession:
                 value = target_of(value)
         if isinstance(value, Proxy) and value._channel is self:
             return value._handle
-        return None
+        return self._stand_ins.reference_of(value)
+
+    def _serve_callback(self, frame: Any) -> Any:
+        """The reply to the child's callback on a stand-in (:mod:`.standins`)."""
+        return self._stand_ins.serve(frame, self._child_proxy)
+
+    def _child_proxy(self, handle: int, component: str, extras: tuple[str, ...]) -> Proxy:
+        """A proxy of a component of the child's, handed to a stand-in."""
+        return proxy_class(component, extras)(self, handle, self.generation)
 
     def _ask(self, op: str, *payload: Any) -> Any:
         """One request to the child; its decoded result, or the child's error raised."""
@@ -461,9 +488,12 @@ class IsolatedSession:
             f"{op} {payload[1] if op in ('call', 'get', 'call_each') else ''}".strip()
         ] += 1
         started = time.monotonic()
+        self._depth += 1
         try:
             limit = self.limits.call_seconds * calls
-            reply = self._child.request((op, drops, *payload), min(limit, left))
+            reply = self._child.request(
+                (op, drops, *payload), min(limit, left), serve=self._serve_callback
+            )
         except ChildGone as e:
             reason = str(e)
             if reason.startswith("timeout") and left < limit:
@@ -471,7 +501,9 @@ class IsolatedSession:
             self._death = reason
             return None
         finally:
-            self._used += time.monotonic() - started
+            self._depth -= 1
+            if self._depth == 0:  # a nested exchange's time is inside the outer one's
+                self._used += time.monotonic() - started
         if isinstance(reply, tuple) and reply and reply[0] == "oom":
             self._die(f"out of memory (limit {size_text(self.limits.memory_bytes)})")
             return None

@@ -20,8 +20,12 @@ forms (a tuple whose first element is a tag string starting with NUL):
   ``(SET, items)``, ``(FROZENSET, items)``: ints, floats and tuples hash alike in every
   process (strings with a salt of its own), so a sender could choose keys that collide,
   and the receiver counts their hashes before it builds the container (:func:`_distinct`);
-- a component handle: ``(HANDLE, number)``; and a user tuple that happens to start with
-  a tag-like string: ``(ESCAPED, items)``.
+- a component the child holds: ``(HANDLE, number)`` from the grader, ``(HANDLE, number,
+  component, extension members)`` from the child (in a callback's arguments: the grader
+  makes a proxy of it); a component the grader holds (a stand-in of the reference, which
+  never enters the child): ``(HELD, number, component, extension members)``, both ways
+  (:mod:`.callbacks`); and a user tuple that happens to start with a tag-like string:
+  ``(ESCAPED, items)``.
 
 A frame is a 4-byte big-endian length and a pickle of such data, written without the
 pickle memo (no object is referenced twice). The receiver checks the pickle before it
@@ -67,6 +71,7 @@ ND = "\x00nd"
 NP = "\x00np"
 DC = "\x00dc"
 HANDLE = "\x00h"
+HELD = "\x00held"
 ESCAPED = "\x00tuple"
 RANGE = "\x00range"
 NPTEXT = "\x00nptext"
@@ -125,11 +130,12 @@ _SCALARS = (type(None), bool, int, float, str, bytes)
 def to_wire(
     value: object,
     *,
-    handle_of: Callable[[object], int | None] | None = None,
+    handle_of: Callable[[object], int | tuple[Any, ...] | None] | None = None,
     on_array: Callable[[np.ndarray[Any, Any]], int] | None = None,
 ) -> Any:
     """``value`` as plain data (see the module docstring). ``handle_of`` maps a
-    component object to its handle number (None: not a component); ``on_array`` gives
+    component object to its handle number, or to its whole tagged form (``HANDLE`` or
+    ``HELD``; None: not a component); ``on_array`` gives
     an array the number the other side will know it by (see :mod:`.session`, write-back)."""
     kind = type(value)
     if kind in _SCALARS:
@@ -145,7 +151,7 @@ def to_wire(
 
 def _encode(
     value: Any,
-    handle_of: Callable[[object], int | None] | None,
+    handle_of: Callable[[object], int | tuple[Any, ...] | None] | None,
     on_array: Callable[[np.ndarray[Any, Any]], int] | None,
 ) -> Any:
     def again(item: object) -> Any:
@@ -153,8 +159,10 @@ def _encode(
 
     if handle_of is not None:
         handle = handle_of(value)
-        if handle is not None:
+        if type(handle) is int:
             return (HANDLE, handle)
+        if handle is not None:
+            return handle
     if isinstance(value, np.ndarray):
         array = np.asarray(value)
         if array.dtype.kind not in NUMERIC_KINDS:
@@ -276,7 +284,7 @@ def _spec_base(kind: type) -> type | None:
 
 def from_wire(
     data: Any,
-    resolve_handle: Callable[[int], object] | None = None,
+    resolve_handle: Callable[[Any], object] | None = None,
     on_array: Callable[[int, np.ndarray[Any, Any]], None] | None = None,
 ) -> Any:
     """Rebuild a value from plain data; raises :class:`WireError` for anything that is
@@ -309,7 +317,7 @@ def from_wire(
 
 def _tagged(
     data: tuple[Any, ...],
-    resolve_handle: Callable[[int], object] | None,
+    resolve_handle: Callable[[Any], object] | None,
     on_array: Callable[[int, np.ndarray[Any, Any]], None] | None,
 ) -> Any:
     tag = data[0]
@@ -351,7 +359,20 @@ def _tagged(
         return range(data[1], data[2], data[3])
     if tag == HANDLE and len(data) == 2 and type(data[1]) is int and resolve_handle:
         return resolve_handle(data[1])
+    if tag in (HANDLE, HELD) and len(data) == 4 and resolve_handle and _is_reference(data):
+        return resolve_handle(data)
     raise WireError(f"unknown tagged value {tag!r}")
+
+
+def _is_reference(data: tuple[Any, ...]) -> bool:
+    """Whether a 4-tuple ``HANDLE``/``HELD`` is well formed: a number, a component name
+    and a tuple of member names (checked against the Protocols by the resolver)."""
+    return (
+        type(data[1]) is int
+        and type(data[2]) is str
+        and type(data[3]) is tuple
+        and all(type(name) is str for name in data[3])
+    )
 
 
 #: How many different keys of one set or dict may share a hash. Ints, floats and tuples
