@@ -23,6 +23,7 @@ from harness.isolation.sandbox import SandboxUser
 from harness.isolation.standins import StandIns
 from harness.runner import Report, Verdict, verify
 from reference.adapter import ADAPTER as REFERENCE
+from spec.types import SchedulerConfig
 
 
 def _verdicts(report: Report) -> dict[tuple[str, str], Verdict]:
@@ -79,6 +80,14 @@ def test_the_grader_builds_only_what_the_adapter_lacks_and_answers_only_its_prot
     refused = stand_ins.serve(("callback", "build", "encoder_cache_manager", ((4,),)),
                               _no_child_proxy)
     assert refused[0] == "bad", refused
+    # nor anything but an engine loop's parts, whatever the adapter lacks
+    assert REFERENCE.item_cache is not None
+    other = StandIns({"item_cache": REFERENCE.item_cache})
+    refused = other.serve(("callback", "build", "item_cache", ((4,),)), _no_child_proxy)
+    assert refused[0] == "bad", refused
+    built = stand_ins.serve(("callback", "build", "scheduling_hook",
+                             wire.to_wire((SchedulerConfig(),))), _no_child_proxy)
+    assert built[0] == "ok" and built[1][0] == wire.HELD, built
     cache = stand_ins.tracked("encoder_cache_manager", REFERENCE.encoder_cache_manager)(8)
     number = _held(stand_ins, cache)
     assert stand_ins.serve(("callback", "get", number, "num_free_slots"), _no_child_proxy) \

@@ -32,8 +32,10 @@ import nor read them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import socket
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +45,14 @@ from harness.isolation import wire
 from harness.isolation.extensions import extension_members, extension_protocols
 from harness.isolation.proxy import Proxy, proxy_class, rebuilt_error
 from harness.loader import protocol_members
-from spec.adapter import COMPONENTS
+from spec.adapter import COMPONENTS, EngineParts
 
 if TYPE_CHECKING:
     from harness.isolation.proxy import Check
 
 _PROTOCOLS: dict[str, type] = dict(COMPONENTS)
+#: The components the child may ask the grader to build: an engine loop's parts.
+_PARTS = frozenset(f.name for f in dataclasses.fields(EngineParts))
 
 #: Values that are data, never a component (checked before a component is looked for).
 _DATA = (np.ndarray, np.generic, str, bytes, int, float, bool, tuple, list, dict, set,
@@ -97,7 +101,10 @@ class StandIns:
         self.factories = factories
         self._objects: dict[int, tuple[object, str, tuple[str, ...]]] = {}
         self._numbers: dict[int, int] = {}  # id(object) -> number
-        self._components: dict[int, tuple[object, str]] = {}  # id -> (object, component)
+        #: id(object) -> (a weak reference to it, or itself, component): every stand-in
+        #: built this property, most never handed out (weak: an engine's parts hold
+        #: arrays, and a property builds hundreds)
+        self._components: dict[int, tuple[Callable[[], object], str]] = {}
         #: the child's components handed to a stand-in, as proxies (by child handle)
         self._child_proxies: dict[int, Proxy] = {}
 
@@ -113,7 +120,11 @@ class StandIns:
 
         def build(*args: Any) -> Any:
             product = factory(*args)
-            self._components[id(product)] = (product, component)
+            try:
+                held: Callable[[], object] = weakref.ref(product)
+            except TypeError:  # no weak references to it: keep it
+                held = functools.partial(_itself, product)
+            self._components[id(product)] = (held, component)
             return product
 
         return build
@@ -121,7 +132,7 @@ class StandIns:
     def reference_of(self, value: object) -> tuple[Any, ...] | None:
         """``value``'s ``HELD`` reference, if it is a stand-in this session built."""
         known = self._components.get(id(value))
-        if known is None or known[0] is not value:
+        if known is None or known[0]() is not value:
             return None
         number = self._numbers.get(id(value))
         if number is None:
@@ -160,7 +171,10 @@ class StandIns:
             return proxy
 
         op = frame[1]
-        if op == "build" and len(frame) == 4 and frame[2] in self.factories:
+        # only an engine loop's parts are built for the child (the one composition that
+        # asks for them): a stand-in of a component the adapter provides would be the
+        # reference graded as the submission's, and none is ever built
+        if op == "build" and len(frame) == 4 and frame[2] in self.factories and frame[2] in _PARTS:
             args = wire.from_wire(frame[3])
             if not isinstance(args, tuple):
                 raise wire.WireError("a build's arguments are a tuple")
@@ -185,6 +199,10 @@ class StandIns:
                 raise wire.WireError(f"a malformed {op} of {component}.{member}")
             return ("ok", wire.to_wire(value, handle_of=self.reference_of))
         raise wire.WireError(f"unknown callback {op!r}")
+
+
+def _itself(value: object) -> object:
+    return value
 
 
 def raised(error: BaseException) -> tuple[Any, ...]:
