@@ -123,6 +123,34 @@ def junit_xml(report: Report, replay_options: str = "") -> str:
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 
+def usage_error_junit(adapter_ref: str, message: str) -> str:
+    """The JUnit file of a run that judged nothing (an adapter that cannot be loaded, an
+    unknown selection): one error test case, ``adapter``, with the message, so that a CI
+    reading the file reports it instead of nothing (as the pytest plugin does)."""
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(
+        suites, "testsuite", name=xml_text(f"mmspec verify {adapter_ref}"),
+        package="mmspec.verify", id="0", timestamp=timestamp(None), hostname="localhost",
+        tests="1", failures="0", errors="1", skipped="0", time="0.000",
+    )
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("judged_by", identity_line()), ("adapter", adapter_ref)):
+        ET.SubElement(properties, "property", name=name, value=xml_text(value))
+    case = ET.SubElement(suite, "testcase", classname="mmspec", name="adapter", time="0.000")
+    first = message.splitlines()[0] if message else "usage error"
+    element = ET.SubElement(case, "error", message=xml_text(first), type="usage error")
+    element.text = xml_text(message)
+    ET.SubElement(suite, "system-out").text = xml_text(identity_line())
+    ET.SubElement(suite, "system-err").text = ""
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def usage_error_annotation(message: str) -> str:
+    """The same as one GitHub Actions ``::error``."""
+    return f"::error title={_escape_property('mmspec verify')}::{_escape_annotation(message)}"
+
+
 def _why_skipped(row: ClauseRow, result: PropertyResult | None) -> str:
     """In words, why a row judged nothing (never only who implemented it)."""
     if result is not None:

@@ -190,6 +190,7 @@ def _verify(
         ProfileUnavailableError,
     ) as e:
         print(str(e), file=sys.stderr)
+        _usage_error_outputs(adapter, str(e), junit_xml)
         return EXIT_USAGE
     if isolation is not None:
         replay_options += " --isolate"
@@ -202,6 +203,17 @@ def _verify(
         return EXIT_FAILED if baselines.any_broke(before, now) else EXIT_OK
     sys.stdout.write(render(report, replay_options=replay_options))
     return _exit_status(report, only)
+
+
+def _usage_error_outputs(adapter: str, message: str, junit_xml: str | None) -> None:
+    """A run that judged nothing still tells the CI why: ``--junit-xml`` and, under
+    GitHub Actions, an annotation (issue 33)."""
+    if junit_xml:
+        target = Path(junit_xml)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(ci_output.usage_error_junit(adapter, message), encoding="utf-8")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        print(ci_output.usage_error_annotation(message))
 
 
 def _ci_outputs(report: Report, junit_xml: str | None, replay_options: str) -> None:

@@ -116,3 +116,25 @@ def test_the_step_summary_lists_the_failing_rows_and_counts_the_rest() -> None:
     assert "| SPL-2 |" not in text and "The other rows: 1 pass." in text, text
     template = step_summary(verify("adapters/template", "ci", only=["SPL-3", "SPL-4"]))
     assert "| clause |" not in template and "The other rows: 2 not provided." in template
+
+
+def test_a_bad_adapter_still_writes_the_junit_file_and_an_annotation(tmp_path: Path) -> None:
+    """issue 33, item 8: a run that judges nothing tells the CI why, in the JUnit file
+    (one error case, ``adapter``) and as an annotation, not only on stderr."""
+    (tmp_path / "bad.py").write_text("x = 1\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "properties", "verify", "--adapter", "bad.py",
+         "--junit-xml", "out/junit.xml"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "GITHUB_ACTIONS": "true"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    text = (tmp_path / "out" / "junit.xml").read_text(encoding="utf-8")
+    JUNIT_SCHEMA.validate(text)
+    (suite,) = ET.fromstring(text).iter("testsuite")
+    (case,) = suite.iter("testcase")
+    error = case.find("error")
+    assert case.get("name") == "adapter" and error is not None and error.text is not None
+    assert "has no attribute ADAPTER" in error.text and suite.get("errors") == "1"
+    (annotation,) = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert "has no attribute ADAPTER" in annotation
