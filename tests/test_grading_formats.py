@@ -18,7 +18,7 @@ from harness.grading.formats import render
 from harness.grading.formats.junit import render_junit
 from harness.grading.grade import GradeReport, ItemStatus, grade
 from harness.grading.rubric import load_rubric
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, ROOT
 
 RUBRIC = load_rubric()
 JUNIT_SCHEMA = xmlschema.XMLSchema(str(FIXTURES / "junit.xsd"))
@@ -153,6 +153,11 @@ def test_text_and_markdown_read_well(reports: dict[str, GradeReport]) -> None:
     named = [c for line in header for c in re.findall(r"`([a-z_]+)`", line.split(": ", 1)[1])]
     assert sorted(named) == sorted(reports["failure"].provenance), header
     assert len(header) == len({*reports["failure"].provenance.values()}), header
+    # the replay line names the adapter as it was given, never the grader's own folders
+    # (issue 33, item 8: the report goes to a student, whose folders are not the grader's)
+    replays = [line for line in markdown.splitlines() if line.startswith("python -m properties")]
+    assert replays and all("adapters/zoo/hash_by_length.py" in line for line in replays)
+    assert not [line for line in replays if str(ROOT) in line], replays
     template = render(reports["template"], "text")
     assert template.count("not provided") >= len(RUBRIC.items)
     not_loaded = render(reports["not loaded"], "text")
