@@ -82,8 +82,9 @@ def _autograder(tmp_path: Path, bundle: Path, submission: dict[str, str]) -> Pat
 #: Held while an autograder runs: the runs share one sandbox user, and each, when it
 #: ends, kills every process of that user (docs/grading.md, "Isolation") — a run on the
 #: other pytest-xdist worker would lose its child ("killed by signal 9"). On Gradescope
-#: one grading has the machine to itself.
-_ONE_SANDBOXED_RUN = Path(tempfile.gettempdir()) / "mmspec-sandbox-user.lock"
+#: one grading has the machine to itself. One lock per user that runs the tests (only
+#: root's runs have a sandbox user; another user's lock file would refuse to open).
+_ONE_SANDBOXED_RUN = Path(tempfile.gettempdir()) / f"mmspec-sandbox-user-{os.getuid()}.lock"
 
 
 def _run(root: Path) -> dict[str, Any]:

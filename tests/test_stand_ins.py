@@ -13,6 +13,7 @@ a component's Protocol members.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,9 +37,9 @@ def _verdicts(report: Report) -> dict[tuple[str, str], Verdict]:
     ids=["hook handed the grader's cache manager", "engine given the grader's hook"],
 )
 def test_a_stand_in_is_the_graders_and_the_verdicts_are_the_same(
-    which: str, only: list[str]
+    which: str, only: list[str], tmp_path: Path
 ) -> None:
-    ref = _module_for(which)
+    ref = _module_for(which, tmp_path)
     in_process = verify(ref, "ci", only)
     # in process the stand-ins are the reference's objects: the fixture's check fires
     assert set(_verdicts(in_process).values()) == {Verdict.ERROR}, _verdicts(in_process)
@@ -49,12 +50,8 @@ def test_a_stand_in_is_the_graders_and_the_verdicts_are_the_same(
     assert set(_verdicts(isolated).values()) == {Verdict.PASS}, _verdicts(isolated)
 
 
-def _module_for(which: str) -> str:
+def _module_for(which: str, folder: Path) -> str:
     """The fixture with ``which`` as its ADAPTER (an adapter module names one)."""
-    import tempfile
-    from pathlib import Path
-
-    folder = Path(tempfile.mkdtemp(prefix="mmspec-stand-ins-"))
     path = folder / f"{which.lower()}.py"
     path.write_text(
         f"from tests.fixtures.stand_ins_stay_with_the_grader import {which} as ADAPTER\n",
