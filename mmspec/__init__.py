@@ -35,7 +35,7 @@ from types import ModuleType
 _HERE = Path(__file__).resolve().parent
 
 #: The copy's folders that are ``mmspec.<folder>`` when installed (setup.py's ``ROOTS``;
-#: tests/test_wheel.py checks they agree).
+#: tests/test_one_namespace.py checks they agree).
 FOLDERS = ("spec", "reference", "properties", "harness", "exhaustive", "contracts", "adapters")
 
 

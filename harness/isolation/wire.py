@@ -24,7 +24,7 @@ forms (a tuple whose first element is a tag string starting with NUL):
   component, extension members)`` from the child (in a callback's arguments: the grader
   makes a proxy of it); a component the grader holds (a stand-in of the reference, which
   never enters the child): ``(HELD, number, component, extension members)``, both ways
-  (:mod:`.callbacks`); and a user tuple that happens to start with a tag-like string:
+  (:mod:`.standins`); and a user tuple that happens to start with a tag-like string:
   ``(ESCAPED, items)``.
 
 A frame is a 4-byte big-endian length and a pickle of such data, written without the
