@@ -14,6 +14,7 @@ components the adapter does not provide, recording who stands behind each.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -21,10 +22,10 @@ import inspect
 import re
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from harness import names
@@ -318,8 +319,11 @@ def check_adapter(adapter: Adapter) -> list[str]:
     return problems
 
 
-def protocol_members(protocol: type) -> dict[str, Callable[..., Any] | property]:
-    """The public methods and properties a Protocol declares (its bases included)."""
+@functools.cache
+def protocol_members(protocol: type) -> Mapping[str, Callable[..., Any] | property]:
+    """The public methods and properties a Protocol declares (its bases included), read
+    only: computed once per Protocol (an isolated grade asks it for every call a
+    stand-in serves, hundreds of thousands of times)."""
     members: dict[str, Callable[..., Any] | property] = {}
     for klass in reversed(protocol.__mro__):
         if not getattr(klass, "_is_protocol", False) or klass.__module__ == "typing":
@@ -329,7 +333,7 @@ def protocol_members(protocol: type) -> dict[str, Callable[..., Any] | property]
                 continue
             if isinstance(value, property) or inspect.isfunction(value):
                 members[attr] = value
-    return members
+    return MappingProxyType(members)
 
 
 def check_protocol(product: object, protocol: type) -> list[str]:

@@ -36,7 +36,8 @@ import functools
 import os
 import socket
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,12 +71,19 @@ def component_of(value: object) -> str | None:
     return None
 
 
-def _members(component: str, extras: tuple[str, ...]) -> dict[str, Any]:
-    """The members a reference to ``component`` with ``extras`` may use."""
+@functools.cache
+def _members(component: str, extras: tuple[str, ...]) -> Mapping[str, Any]:
+    """The members a reference to ``component`` with ``extras`` may use (once per pair:
+    asked on every call a stand-in serves; callers only read it)."""
     members = dict(protocol_members(_PROTOCOLS[component]))
     for extension in extension_protocols(component):
         members |= {n: d for n, d in protocol_members(extension).items() if n in extras}
-    return members
+    return MappingProxyType(members)
+
+
+@functools.cache
+def _extension_members(component: str) -> frozenset[str]:
+    return frozenset(n for p in extension_protocols(component) for n in protocol_members(p))
 
 
 def _valid_reference(data: tuple[Any, ...]) -> tuple[int, str, tuple[str, ...]]:
@@ -84,8 +92,7 @@ def _valid_reference(data: tuple[Any, ...]) -> tuple[int, str, tuple[str, ...]]:
     number, component, extras = data[1], data[2], data[3]
     if component not in _PROTOCOLS:
         raise wire.WireError(f"no component named {component!r}")
-    declared = {n for p in extension_protocols(component) for n in protocol_members(p)}
-    if not set(extras) <= declared:
+    if not set(extras) <= _extension_members(component):
         raise wire.WireError(f"{component} has no extension members {sorted(extras)}")
     return number, component, extras
 
