@@ -16,7 +16,7 @@ from collections.abc import Callable, Container, Mapping, Sequence
 
 from hypothesis import strategies as st
 
-from properties.engine_strategies import PROMPT_KINDS, TEXT_TOKENS, Image, Prompt, pick
+from properties.engine_strategies import PROMPT_KINDS, TEXT_TOKENS, Image, Prompt, integers, pick
 from spec.types import EngineConfig
 
 
@@ -47,7 +47,7 @@ def draw_prompt(
     if mode == "repeat":
         return earlier
     if mode == "extend":
-        keep = data.draw(st.integers(1, len(earlier)), label="segments kept")
+        keep = data.draw(integers(1, len(earlier)), label="segments kept")
         return earlier[:keep] + data.draw(fresh, label="new tail")
     if mode == "cut":
         # the earlier prompt up to one of its images: the hit (at most P - 1

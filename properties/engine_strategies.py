@@ -10,6 +10,7 @@ anywhere, images of equal shape with different pixels, and an image that can nev
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -58,10 +59,31 @@ class Image:
 T = TypeVar("T")
 
 
+@functools.cache
+def integers(low: int, high: int) -> st.SearchStrategy[int]:
+    """``st.integers(low, high)``, one object per bounds: Hypothesis validates a strategy
+    and computes its properties on its first draw, so one built inside every draw costs
+    that every time (the same choices and spans either way)."""
+    return st.integers(low, high)
+
+
+@functools.cache
+def _permutations(length: int) -> st.SearchStrategy[list[int]]:
+    return st.permutations(range(length))
+
+
+@functools.cache
+def _sampled(values: tuple[int, ...]) -> st.SearchStrategy[int]:
+    return st.sampled_from(values)
+
+
+_BOOLEANS = st.booleans()
+
+
 def pick(data: st.DataObject, options: Sequence[T], label: str) -> T:
     """One of ``options`` (non-empty), drawn as an index: cheaper than building a
     ``sampled_from`` strategy for every draw, and it shrinks towards the first."""
-    return options[data.draw(st.integers(0, len(options) - 1), label=label)]
+    return options[data.draw(integers(0, len(options) - 1), label=label)]
 
 
 #: A prompt before expansion: text runs and image labels, in order.
@@ -112,11 +134,11 @@ def draw_mask(
     it is not needed, one time in three otherwise; break tokens may sit anywhere, first
     position included."""
     needed = length > max_embeds
-    if length < 2 or (not needed and (as_many or draw(st.integers(0, 2)) > 0)):
+    if length < 2 or (not needed and (as_many or draw(integers(0, 2)) > 0)):
         return None
     most = min(length - 1, max_embeds)
-    embeds = most if as_many else draw(st.integers(1, most), label=f"{label}.embeds")
-    where = draw(st.permutations(range(length)), label=f"{label}.where")
+    embeds = most if as_many else draw(integers(1, most), label=f"{label}.embeds")
+    where = draw(_permutations(length), label=f"{label}.where")
     chosen = set(where[:embeds])
     return tuple(i in chosen for i in range(length))
 
@@ -128,30 +150,35 @@ def image_universes(draw: st.DrawFn, config: EngineConfig) -> tuple[RawImage, ..
     equal shapes are common (so an image can be swapped for another of the same size),
     some with break tokens (``is_embed`` false) anywhere in the range."""
     limit = min(config.encoder_compute_budget, config.encoder_cache_size)
-    count = draw(st.integers(3, 5), label="images")
+    count = draw(integers(3, 5), label="images")
     images: list[RawImage] = []
     for k in range(count):
         label = "ABCDE"[k]
         # the first image spans several tokens, so that a prefix hit can end inside it
         lengths = (3, 4) if k == 0 else (1, 2, 2, 3, 3, 4)
-        length = draw(st.sampled_from(lengths), label=f"{label}.length")
-        oversize = k == count - 1 and length > limit and draw(st.integers(0, 2)) == 0
+        length = draw(_sampled(lengths), label=f"{label}.length")
+        oversize = k == count - 1 and length > limit and draw(integers(0, 2)) == 0
         # half the time the first image takes as much of the budget (and cache) as it
         # can: little else fits beside it in one step
-        as_many = k == 0 and draw(st.booleans(), label=f"{label}.greedy")
+        as_many = k == 0 and draw(_BOOLEANS, label=f"{label}.greedy")
         mask = draw_mask(draw, label, length, length if oversize else limit, as_many)
-        size = draw(st.sampled_from((16, 16, 40)), label=f"{label}.bytes")
+        size = draw(_sampled((16, 16, 40)), label=f"{label}.bytes")
         images.append(RawImage(label, bytes([65 + k]) * size, length, mask))
     return tuple(images)
 
 
+_engine_configs = functools.cache(lambda: engine_configs())
+_image_universes = functools.cache(lambda config: image_universes(config))
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[EngineConfig, tuple[RawImage, ...]]:
-    config = draw(engine_configs())
-    return config, draw(image_universes(config))
+    config = draw(_engine_configs())
+    return config, draw(_image_universes(config))
 
 
-def segments(labels: Sequence[str]) -> st.SearchStrategy[Prompt]:
+@functools.cache
+def segments(labels: tuple[str, ...]) -> st.SearchStrategy[Prompt]:
     """Fresh prompts: 1..5 segments, each a run of 1..3 text tokens or an image (so
     images land at position 0, next to each other, and repeat within a prompt)."""
     text: st.SearchStrategy[Segment] = st.lists(
