@@ -136,3 +136,29 @@ def test_the_s1_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version:
     assert done.returncode == (1 if collides else 0), done.stdout + done.stderr
     wanted = "has 2 of image B's 2 tokens" if collides else "has 0 of image B's 2 tokens"
     assert wanted in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("version", sorted(p.stem for p in EXPECTED.glob("*.json")))
+def test_processed_features_that_differ_share_an_identity_in_every_pinned_release(
+    shim: ModuleType, version: str
+) -> None:
+    """issue 34's evidence, before its clause: SGLang's ``hash_feature`` (what
+    ``MultimodalDataItem.set_pad_value`` keys an item by when it carries no hash) gives
+    one hash, so one pad value, to features that differ only in shape, in dtype, or in
+    where a list of tensors is split; the script imports SGLang, torch and numpy only.
+    A release that tells them apart fails here: then the clause is due, not this test."""
+    import subprocess
+
+    tree = ROOT / ".sglang-cache" / f"sglang-{version}"
+    if not tree.is_dir():
+        _unavailable(f"no SGLang {version} tree at {tree}")
+    script = ROOT / "adapters" / "sglang" / "repro_feature_hash.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tree)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "3 of 3 pairs of different features share one identity" in done.stdout, done.stdout
+    for pair in ("shape (6, 4) vs (4, 6)", "float32 vs its int32 view", "vs [t[:1], t[1:]]"):
+        line = next(li for li in done.stdout.splitlines() if pair in li)
+        assert line.endswith("ONE IDENTITY"), line
