@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -117,21 +118,23 @@ def _declares_s1(version: str) -> bool:
     return any(row.get("finding") == "S1" for row in declared["expected"])
 
 
+def _run_on_release(script: str, version: str) -> subprocess.CompletedProcess[str]:
+    """``adapters/sglang/<script> TREE`` on the pinned release's unpacked tree."""
+    tree = ROOT / ".sglang-cache" / f"sglang-{version}"
+    if not tree.is_dir():
+        _unavailable(f"no SGLang {version} tree at {tree}")
+    return subprocess.run(
+        [sys.executable, str(ROOT / "adapters" / "sglang" / script), str(tree)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+    )
+
+
 @pytest.mark.parametrize("version", sorted(p.stem for p in EXPECTED.glob("*.json")))
 def test_the_s1_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version: str) -> None:
     """issue 17: the collision the search found, replayed by a script that imports only
     SGLang (and numpy): exit 1 (image B's whole prompt is cached under image A's) where
     the release is declared to have S1, exit 0 where it is not."""
-    import subprocess
-
-    tree = ROOT / ".sglang-cache" / f"sglang-{version}"
-    if not tree.is_dir():
-        _unavailable(f"no SGLang {version} tree at {tree}")
-    script = ROOT / "adapters" / "sglang" / "repro_pad_collision.py"
-    done = subprocess.run(
-        [sys.executable, str(script), str(tree)],
-        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
-    )
+    done = _run_on_release("repro_pad_collision.py", version)
     collides = _declares_s1(version)
     assert done.returncode == (1 if collides else 0), done.stdout + done.stderr
     wanted = "has 2 of image B's 2 tokens" if collides else "has 0 of image B's 2 tokens"
@@ -147,16 +150,7 @@ def test_processed_features_that_differ_share_an_identity_in_every_pinned_releas
     one hash, so one pad value, to features that differ only in shape, in dtype, or in
     where a list of tensors is split; the script imports SGLang, torch and numpy only.
     A release that tells them apart fails here: then the clause is due, not this test."""
-    import subprocess
-
-    tree = ROOT / ".sglang-cache" / f"sglang-{version}"
-    if not tree.is_dir():
-        _unavailable(f"no SGLang {version} tree at {tree}")
-    script = ROOT / "adapters" / "sglang" / "repro_feature_hash.py"
-    done = subprocess.run(
-        [sys.executable, str(script), str(tree)],
-        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
-    )
+    done = _run_on_release("repro_feature_hash.py", version)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "3 of 3 pairs of different features share one identity" in done.stdout, done.stdout
     for pair in ("shape (6, 4) vs (4, 6)", "float32 vs its int32 view", "vs [t[:1], t[1:]]"):
