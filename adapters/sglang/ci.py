@@ -1,5 +1,5 @@
 """The SGLang CI job: every pinned SGLang release against the verdicts declared for it
-(``adapters/sglang/expected/<version>.json``), then the adapter's own tests.
+(``adapters/sglang/expected/<version>.json``), and the adapter's own tests beside them.
 
 ``.venv-sglang/bin/python adapters/sglang/ci.py`` (``make verify-sglang-ci``):
 
@@ -13,8 +13,10 @@
    the components must be the declared ones, so a new failure, a finding that stops
    failing, or a component that stops (or starts) being provided turns the job red;
 4. runs ``tests/test_sglang_adapter.py`` with ``MMSPEC_REQUIRE_SGLANG=1`` (the proof that
-   the code under test never touches the torchvision shim, and S1's reproducer,
-   ``repro_pad_collision.py``, run on each release's code alone as declared).
+   the code under test never touches the torchvision shim, S1's reproducer,
+   ``repro_pad_collision.py``, run on each release's code alone as declared, and
+   ``repro_feature_hash.py``'s), first among the ``--jobs`` tasks: it is the longest, so
+   the releases run on the other worker while it does.
 
 Exit status 0 when everything matches, 1 otherwise. Run as a script, by path.
 """
@@ -118,10 +120,18 @@ def main(argv: list[str] | None = None) -> int:
         started = time.perf_counter()
         return compare(version, verify(version, trees[version])), time.perf_counter() - started
 
-    # Each release runs in a child process of its own (verify above): threads only wait.
+    def tested() -> bool:
+        env = {**os.environ, "MMSPEC_REQUIRE_SGLANG": "1", "PYTHONPATH": str(ROOT)}
+        tests = [sys.executable, "-m", "pytest", "-q", "tests/test_sglang_adapter.py"]
+        return subprocess.run(tests, cwd=ROOT, env=env).returncode == 0
+
+    # Each release runs in a child process of its own (verify above), and so do the
+    # tests: threads only wait. The tests (the longest task) start first, beside the
+    # releases, on the first worker.
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        tests_passed = None if args.skip_tests else pool.submit(tested)
         outcomes = dict(zip(PINNED, pool.map(checked, PINNED), strict=True))
-    ok = True
+        ok = tests_passed.result() if tests_passed is not None else True
     for version in PINNED:  # printed in the pinned order, whatever finished first
         differs, seconds = outcomes[version]
         ok &= not differs
@@ -129,10 +139,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sglang {version}: {status} ({seconds:.0f} s)")
         for line in differs:
             print(f"  {line}")
-    if not args.skip_tests:
-        env = {**os.environ, "MMSPEC_REQUIRE_SGLANG": "1", "PYTHONPATH": str(ROOT)}
-        tests = [sys.executable, "-m", "pytest", "-q", "tests/test_sglang_adapter.py"]
-        ok &= subprocess.run(tests, cwd=ROOT, env=env).returncode == 0
     return 0 if ok else 1
 
 
