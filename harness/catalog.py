@@ -36,6 +36,7 @@ MODULES: tuple[str, ...] = (
     "engine_reset_machine",
     "exp",
     "hashing",
+    "hashing_features",
     "hashing_uuid",
     "item_cache_machine",
     "prefix",

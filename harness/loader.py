@@ -71,6 +71,7 @@ def absent_provenance(fallback_ref: str | None) -> str:
 _SAMPLE_ARGS: dict[str, tuple[Any, ...] | None] = {
     "processor": (ProcessorConfig(),),
     "hasher": (),
+    "feature_hasher": (),
     "encoder": (4,),
     "encoder_cache_manager": (8,),
     "encoder_decoder_cache_manager": (8,),

@@ -40,6 +40,7 @@ from spec.components import (
     EncoderCacheManager,
     EncoderDecoderCacheManager,
     EngineLoop,
+    FeatureHasher,
     Hasher,
     ItemCache,
     Processor,
@@ -55,6 +56,7 @@ R = TypeVar("R")
 ComponentName = Literal[
     "processor",
     "hasher",
+    "feature_hasher",
     "encoder",
     "encoder_cache_manager",
     "encoder_decoder_cache_manager",
@@ -205,6 +207,7 @@ class Parts:
 
     processor: Callable[[ProcessorConfig], Processor]
     hasher: Callable[[], Hasher]
+    feature_hasher: Callable[[], FeatureHasher]
     encoder: Callable[[int], Encoder]
     encoder_cache_manager: Callable[[int], EncoderCacheManager]
     encoder_decoder_cache_manager: Callable[[int], EncoderDecoderCacheManager]

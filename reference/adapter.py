@@ -7,7 +7,7 @@ from reference.encoder import Encoder
 from reference.encoder_cache import EncoderCacheManager
 from reference.encoder_decoder_cache import EncoderDecoderCacheManager
 from reference.engine import EngineLoop
-from reference.hasher import Hasher
+from reference.hasher import FeatureHasher, Hasher
 from reference.item_cache import ItemCache
 from reference.prefix import BlockHasher
 from reference.processor import Processor
@@ -20,6 +20,7 @@ ADAPTER = Adapter(
     name="reference",
     processor=Processor,
     hasher=Hasher,
+    feature_hasher=FeatureHasher,
     encoder=Encoder,
     encoder_cache_manager=EncoderCacheManager,
     encoder_decoder_cache_manager=EncoderDecoderCacheManager,

@@ -1,4 +1,4 @@
-"""Content identity (HASH-1..5, 7, 8): ``mm_hash`` is the sha256 of a framed serialization.
+"""Content identity (HASH-1..5, 7..10): ``mm_hash`` is the sha256 of a framed serialization.
 
 Every value is written as a *frame*: a one-byte type tag, an 8-byte big-endian payload
 length, then the payload. Containers frame each element, so no two different
@@ -7,19 +7,24 @@ their lengths, ``b"x"`` and ``"x"`` in their tags, a list and a tuple in theirs,
 dict's keys can never run into its values (HASH-4). Arrays carry ``dtype.str``, shape
 and C-contiguous bytes (HASH-3). The serialization reads content only, never
 ``id()``, so equal content in different objects hashes equal (HASH-1).
+
+A processed feature (HASH-9, HASH-10) is serialized the same way under a tag of its own:
+each array framed with its dtype, shape and bytes, a list of arrays as a list, so that
+features differing in shape, dtype or where a list's arrays begin and end never share an
+identity, and equal features in other objects (copies, strided views) always do.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from spec.errors import InvalidInputError
-from spec.types import HashInput
+from spec.types import HashInput, ProcessedFeature
 
 _TAG_NONE = b"N"
 _TAG_BOOL = b"B"
@@ -33,6 +38,7 @@ _TAG_TUPLE = b"T"
 _TAG_DICT = b"D"
 _TAG_ITEM = b"H"  # the top-level (data, options) pair
 _TAG_UUID = b"U"  # the top-level (request-supplied uuid, options) pair (HASH-8)
+_TAG_FEATURE = b"P"  # a top-level processed feature (HASH-9, HASH-10)
 
 
 def frame(tag: bytes, payload: bytes) -> bytes:
@@ -129,3 +135,27 @@ def _digest(tag: bytes, named: bytes, options: Mapping[str, HashInput] | None) -
             f"options must be a mapping of str to values, got {type(options).__name__}"
         )
     return hashlib.sha256(frame(tag, named + _serialize_mapping(options))).hexdigest()
+
+
+class FeatureHasher:
+    """sha256 of a framed processed feature (``spec.components.FeatureHasher``): one
+    array, or a list (any sequence) of arrays, each with its dtype, shape and bytes."""
+
+    def feature_identity(self, feature: ProcessedFeature) -> str:
+        if isinstance(feature, np.ndarray):
+            body = _serialize_array(feature)
+        elif isinstance(feature, Sequence) and not isinstance(feature, (str, bytes)):
+            arrays = list(feature)
+            for array in arrays:
+                if not isinstance(array, np.ndarray):
+                    raise InvalidInputError(
+                        "a processed feature is an array or a list of arrays, "
+                        f"not a list holding a {type(array).__name__}"
+                    )
+            body = serialize(arrays)
+        else:
+            raise InvalidInputError(
+                "a processed feature is an array or a list of arrays, "
+                f"not a {type(feature).__name__}"
+            )
+        return hashlib.sha256(frame(_TAG_FEATURE, body)).hexdigest()

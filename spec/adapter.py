@@ -18,6 +18,7 @@ from spec.components import (
     EncoderCacheManager,
     EncoderDecoderCacheManager,
     EngineLoop,
+    FeatureHasher,
     Hasher,
     ItemCache,
     Processor,
@@ -48,6 +49,9 @@ class Adapter:
     name: str
     processor: Callable[[ProcessorConfig], Processor] | None = None
     hasher: Callable[[], Hasher] | None = None
+    #: Optional: the identity of processed features (HASH-9, HASH-10), for an engine that
+    #: keys items by their processor output (SGLang); "not provided" elsewhere.
+    feature_hasher: Callable[[], FeatureHasher] | None = None
     encoder: Callable[[int], Encoder] | None = None
     encoder_cache_manager: Callable[[int], EncoderCacheManager] | None = None
     encoder_decoder_cache_manager: Callable[[int], EncoderDecoderCacheManager] | None = None
@@ -69,6 +73,7 @@ class Adapter:
 COMPONENTS: tuple[tuple[str, type], ...] = (
     ("processor", Processor),
     ("hasher", Hasher),
+    ("feature_hasher", FeatureHasher),
     ("encoder", Encoder),
     ("encoder_cache_manager", EncoderCacheManager),
     ("encoder_decoder_cache_manager", EncoderDecoderCacheManager),

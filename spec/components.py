@@ -26,6 +26,7 @@ from spec.types import (
     ImageInput,
     MultiModalItem,
     PrefixIdentity,
+    ProcessedFeature,
     RequestView,
     ScheduleDecision,
     WorkerStep,
@@ -73,6 +74,20 @@ class RequestIdentifiedHasher(Protocol):
         """``hash_item(data, options)`` when ``uuid`` is None; otherwise an identifier of
         the request-supplied ``uuid`` and the options, whatever ``data`` is (a request
         may omit the data of an item whose uuid the engine holds: ``data=None``)."""
+        ...
+
+
+@runtime_checkable
+class FeatureHasher(Protocol):
+    """The identity of an item computed from its processor output (HASH-9, HASH-10), for
+    an engine that keys items by their processed features rather than by ``(data,
+    options)``: SGLang's ``MultimodalDataItem.set_pad_value`` → ``hash_feature``, whose
+    hash becomes the item's pad values (the radix key) and its embedding-cache key. An
+    optional component: without it both clauses are "not provided"."""
+
+    def feature_identity(self, feature: ProcessedFeature) -> str:
+        """The identity of ``feature`` (one array, or a list of arrays): equal for equal
+        features (HASH-9), different for different ones (HASH-10)."""
         ...
 
 

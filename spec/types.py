@@ -35,6 +35,11 @@ HashInput: TypeAlias = Union[
     Mapping[str, "HashInput"],
 ]
 
+#: An item's processor output, what an engine that keys items by their processed
+#: features hashes (SGLang's ``MultimodalDataItem.feature``): one array, or a list of
+#: arrays (tiles, slices, images of one item) whose boundaries are part of it.
+ProcessedFeature: TypeAlias = Union[NDArray[Any], Sequence[NDArray[Any]]]
+
 #: Embeddings: a float array of shape (rows, hidden_size).
 Embeddings: TypeAlias = NDArray[Any]
 

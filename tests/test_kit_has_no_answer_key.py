@@ -213,6 +213,7 @@ def test_the_default_rubric_marks_exactly_the_hidden_items() -> None:
         "Worker store: chunks concatenate to the whole",
         "Prefix caching, optional: every kind of identity",
         "Content identity, optional: request-supplied identifiers",
+        "Content identity, optional: processed features",
     ]  # docs/grading.md, "Public and hidden items", lists the same
 
 

@@ -145,11 +145,12 @@ def test_the_s1_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version:
 def test_processed_features_that_differ_share_an_identity_in_every_pinned_release(
     shim: ModuleType, version: str
 ) -> None:
-    """issue 34's evidence, before its clause: SGLang's ``hash_feature`` (what
+    """Finding S6's reproducer (HASH-10): SGLang's ``hash_feature`` (what
     ``MultimodalDataItem.set_pad_value`` keys an item by when it carries no hash) gives
     one hash, so one pad value, to features that differ only in shape, in dtype, or in
     where a list of tensors is split; the script imports SGLang, torch and numpy only.
-    A release that tells them apart fails here: then the clause is due, not this test."""
+    Every pinned release declares S6; a release that tells them apart fails here, and its
+    declaration (adapters/sglang/expected/) must then drop S6."""
     done = _run_on_release("repro_feature_hash.py", version)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "3 of 3 pairs of different features share one identity" in done.stdout, done.stdout

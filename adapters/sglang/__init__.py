@@ -9,6 +9,8 @@ names it).
 =============  ==================================================================
 component      SGLang code
 =============  ==================================================================
+feature_hasher ``MultimodalDataItem.set_pad_value`` (``hash_feature``): the identity of
+               an item keyed by its processor output (:mod:`adapters.sglang.features`)
 block_hasher   ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad-value
                rule) and the padding routine (``pad_mm_tokens``, or the per-modality
                ``MultiModalityDataPaddingPatternMultimodalTokens``): the radix key
@@ -19,7 +21,8 @@ splice         ``mm_schedule._adjust_embedding_length`` then
 =============  ==================================================================
 
 Not provided (not yet wrapped, or no equivalent): the hasher (SGLang hashes the
-processor's output tensors, not ``(data, options)``), the splice in 0.5.3 (inline in
+processor's output tensors, not ``(data, options)``: the feature hasher judges that),
+the splice in 0.5.3 (inline in
 ``embed_mm_inputs``), the encoder cache manager (``MultiModalCache``: to
 be judged against ECM), the processor, encoder, scheduling hook, worker store and engine
 loop.
@@ -33,6 +36,7 @@ from types import ModuleType
 
 from spec.adapter import Adapter
 
+from .features import SglangFeatureHasher
 from .prefix import SglangBlockHasher
 from .source import SglangSource, SglangSourceError, SglangUnavailableError, load_sglang
 from .splice import SglangSplice
@@ -62,9 +66,11 @@ SGLANG, SOURCE = load_sglang()
 SCHEDULE_BATCH = importlib.import_module("sglang.srt.managers.schedule_batch")
 MM_UTILS = importlib.import_module("sglang.srt.managers.mm_utils")
 MM_SCHEDULE = _optional_module("sglang.srt.managers.mm_schedule")
+TORCH = importlib.import_module("torch")
 
 ADAPTER = Adapter(
     name=SOURCE.describe(),
+    feature_hasher=lambda: SglangFeatureHasher(SCHEDULE_BATCH, TORCH),
     block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size),
     splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
 )

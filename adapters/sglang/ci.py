@@ -4,7 +4,8 @@
 ``.venv-sglang/bin/python adapters/sglang/ci.py`` (``make verify-sglang-ci``):
 
 1. fetches each pinned release (``adapters/sglang/fetch.py``);
-2. runs the clauses of the components the adapter provides — PFX (the block hasher;
+2. runs the clauses of the components the adapter provides — HASH-9/HASH-10 (the
+   feature hasher), PFX (the block hasher;
    PFX-7/PFX-8's optional capability declared ``not provided``), SPL and DIFF-1..3 (the
    splice) — and ECD, whose component SGLang has no counterpart of (declared ``not
    provided``), in a process per release (``MMSPEC_SGLANG_SRC``), ``--jobs`` (2) at once,
@@ -44,6 +45,7 @@ from harness.baseline import load_verdicts  # noqa: E402 - after the path set-up
 #: Newest first: the release the adapter was written against, then older ones.
 PINNED = ("0.5.23", "0.5.22", "0.5.3")
 CLAUSES = (
+    "HASH-9", "HASH-10",
     "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6", "PFX-7", "PFX-8",
     "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
     "ECD-1", "ECD-2", "ECD-3", "ECD-4", "ECD-5", "ECD-6",

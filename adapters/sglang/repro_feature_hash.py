@@ -14,8 +14,8 @@ lets ``set_pad_value`` hash them (``hash_feature``, through
 Exit 1 when a pair gets one hash (then one pad value, so one radix key, and one key of
 the embedding cache); 0 when every pair is told apart. 0.5.3, 0.5.22 and 0.5.23: all
 three pairs collide. Reported upstream as sgl-project/sglang#25462 (closed by the stale
-bot, unfixed) with the fix proposed in #22033 (closed unmerged). Evidence for issue 34's
-processed-feature clause (docs/sglang.md, "Not judged yet"): no clause judges it yet.
+bot, unfixed) with the fix proposed in #22033 (closed unmerged). The reproducer of
+finding S6 (SPEC.md HASH-10; docs/sglang.md).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from spec.adapter import COMPONENTS
 SHORT_NAMES: Mapping[str, str] = {
     "processor": "processor",
     "hasher": "hasher",
+    "feature_hasher": "feature_hasher",
     "encoder": "encoder",
     "encoder_cache_manager": "cache",
     "encoder_decoder_cache_manager": "encdec_cache",

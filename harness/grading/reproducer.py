@@ -85,6 +85,7 @@ _CHECKOUT_ROOT = IMPORT_ROOT
 _MODES: Mapping[tuple[str, str], str] = {
     ("hasher", "hash_item"): "opaque",
     ("hasher", "item_identifier"): "opaque",
+    ("feature_hasher", "feature_identity"): "opaque",
     ("encoder", "encode"): "opaque-arrays",
     ("encoder", "encode_batch"): "opaque-arrays",
     ("block_hasher", "request_block_hashes"): "opaque-strings",

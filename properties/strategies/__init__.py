@@ -22,6 +22,8 @@ it:
 
 - :mod:`~properties.strategies.image_data`: raw image bytes, pixel arrays, shape-only
   images, relaid copies, ``describe_image``;
+- :mod:`~properties.strategies.feature_data`: processed features, pairs that differ
+  only in how the same bytes are framed, equal-feature copies;
 - :mod:`~properties.strategies.hash_data`: hash inputs, confusable structures, the same
   bytes under another layout, processor options, equal-content copies;
 - :mod:`~properties.strategies.mm_requests`: ``is_embed`` masks, placeholder ranges,
@@ -36,6 +38,16 @@ from __future__ import annotations
 
 from hypothesis.strategies import SearchStrategy
 
+from properties.strategies.feature_data import (
+    FEATURE_DTYPES,
+    FeaturePair,
+    describe_feature,
+    describe_layout,
+    different_features,
+    equal_feature_copy,
+    processed_features,
+    same_feature,
+)
 from properties.strategies.hash_data import (
     OPTION_NAMES,
     ArrayPair,
@@ -103,6 +115,14 @@ from properties.strategies.token_policies import (
 
 __all__ = [
     "ArrayPair",
+    "FEATURE_DTYPES",
+    "FeaturePair",
+    "describe_feature",
+    "describe_layout",
+    "different_features",
+    "equal_feature_copy",
+    "processed_features",
+    "same_feature",
     "DEFAULT_SPECIALS",
     "MMContent",
     "OPTION_NAMES",
