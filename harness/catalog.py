@@ -26,6 +26,7 @@ from spec.clauses import load_clauses
 #: Every property module, imported for its registrations in this order.
 MODULES: tuple[str, ...] = (
     "differential",
+    "embedding_cache_machine",
     "encoder",
     "encoder_cache_machine",
     "encoder_decoder_cache_machine",

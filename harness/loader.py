@@ -79,6 +79,7 @@ _SAMPLE_ARGS: dict[str, tuple[Any, ...] | None] = {
     "scheduling_hook": (SchedulerConfig(),),
     "block_hasher": (2,),
     "item_cache": (8,),
+    "embedding_cache": (64,),
     "worker_store": (),
     "engine_loop": None,
 }

@@ -24,9 +24,10 @@ line's settings::
     TestMyCache.settings = mmspec_settings(Machine)        # or mmspec_settings(Machine, "dev")
 
 ``item_cache(factory)`` is FIC-1..3's machine the same way, over the front-end item
-cache pair (``spec.components.ItemCache``); ``engine_resets(factory)`` SYS-1..12's
-``EngineResetMachine``, over an engine loop with the optional resets
-(``ResettableEngine``) and/or weight updates (``WeightUpdatableEngine``);
+cache pair (``spec.components.ItemCache``); ``embedding_cache(factory)`` EMB-1 and
+EMB-2's, over a content-keyed embedding cache (``spec.components.EmbeddingCache``);
+``engine_resets(factory)`` SYS-1..12's ``EngineResetMachine``, over an engine loop with
+the optional resets (``ResettableEngine``) and/or weight updates (``WeightUpdatableEngine``);
 ``engine_drafter(factory)`` SYS-1..10, SYS-13 and SYS-14's ``EngineDrafterMachine``, over an
 engine loop that runs a drafter (``SpeculativeEngine``); ``engine_async(factory)``
 SYS-1..10 and SYS-15's ``EngineAsyncMachine``, over one that schedules a step ahead of
@@ -52,6 +53,7 @@ from hypothesis.stateful import RuleBasedStateMachine
 
 from harness.loader import REFERENCE_REF, build_parts, load_adapter
 from harness.profiles import profile_settings
+from properties.embedding_cache_machine import embedding_cache_machine
 from properties.encoder_cache_machine import encoder_cache_machine
 from properties.encoder_cache_scenarios import BOOKKEEPING, RESET, provides
 from properties.engine_async_drafter_machine import (
@@ -69,7 +71,7 @@ from properties.engine_reset_machine import (
 from properties.framework import Parts, Runnable, machine
 from properties.item_cache_machine import item_cache_machine
 from spec.adapter import Adapter, EngineParts
-from spec.components import EncoderCacheManager, EngineLoop, ItemCache
+from spec.components import EmbeddingCache, EncoderCacheManager, EngineLoop, ItemCache
 from spec.types import EngineConfig
 
 
@@ -125,6 +127,14 @@ def item_cache(factory: Callable[[int], ItemCache]) -> type[RuleBasedStateMachin
     front-end item cache pair (``spec.components.ItemCache``)."""
     adapter = Adapter(name="item_cache", item_cache=factory)
     return _machine_class(item_cache_machine(build_parts(adapter, None)))
+
+
+def embedding_cache(factory: Callable[[int], EmbeddingCache]) -> type[RuleBasedStateMachine]:
+    """EMB-1 and EMB-2's machine (``EmbeddingCacheMachine``) over
+    ``factory(capacity_in_bytes)``: a content-keyed embedding cache without references
+    (``spec.components.EmbeddingCache``, SGLang's ``MultiModalStaticCache``)."""
+    adapter = Adapter(name="embedding_cache", embedding_cache=factory)
+    return _machine_class(embedding_cache_machine(build_parts(adapter, None)))
 
 
 def engine(

@@ -4,6 +4,7 @@
 Installed from the wheel only; in a checkout, import ``harness.machines``."""
 
 from mmspec.harness.machines import (  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    embedding_cache,
     encoder_cache,  # (the wheel has mmspec.harness; a checkout has harness/ instead)
     engine,
     engine_async,
@@ -15,6 +16,7 @@ from mmspec.harness.machines import (  # type: ignore[import-not-found, import-u
 )
 
 __all__ = [
+    "embedding_cache",
     "encoder_cache",
     "engine",
     "engine_async",

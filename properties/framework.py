@@ -36,6 +36,7 @@ from hypothesis.stateful import (
 from spec.adapter import EngineParts
 from spec.components import (
     BlockHasher,
+    EmbeddingCache,
     Encoder,
     EncoderCacheManager,
     EncoderDecoderCacheManager,
@@ -64,6 +65,7 @@ ComponentName = Literal[
     "scheduling_hook",
     "block_hasher",
     "item_cache",
+    "embedding_cache",
     "worker_store",
     "engine_loop",
 ]
@@ -215,6 +217,7 @@ class Parts:
     scheduling_hook: Callable[[SchedulerConfig], SchedulingHook]
     block_hasher: Callable[[int], BlockHasher]
     item_cache: Callable[[int], ItemCache]
+    embedding_cache: Callable[[int], EmbeddingCache]
     worker_store: Callable[[], WorkerStore]
     engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop]
     #: component name -> the name of the implementation behind it

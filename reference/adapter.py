@@ -3,6 +3,7 @@ default adapter every property runs against."""
 
 from __future__ import annotations
 
+from reference.embedding_cache import EmbeddingCache
 from reference.encoder import Encoder
 from reference.encoder_cache import EncoderCacheManager
 from reference.encoder_decoder_cache import EncoderDecoderCacheManager
@@ -28,6 +29,7 @@ ADAPTER = Adapter(
     scheduling_hook=SchedulingHook,
     block_hasher=BlockHasher,
     item_cache=ItemCache,
+    embedding_cache=EmbeddingCache,
     worker_store=WorkerStore,
     engine_loop=EngineLoop,
 )

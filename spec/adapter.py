@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from spec.components import (
     BlockHasher,
+    EmbeddingCache,
     Encoder,
     EncoderCacheManager,
     EncoderDecoderCacheManager,
@@ -59,6 +60,9 @@ class Adapter:
     scheduling_hook: Callable[[SchedulerConfig], SchedulingHook] | None = None
     block_hasher: Callable[[int], BlockHasher] | None = None
     item_cache: Callable[[int], ItemCache] | None = None
+    #: Optional: a content-keyed embedding cache without references (EMB), built from its
+    #: capacity in bytes (SGLang's MultiModalStaticCache); "not provided" elsewhere.
+    embedding_cache: Callable[[int], EmbeddingCache] | None = None
     worker_store: Callable[[], WorkerStore] | None = None
     engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop] | None = None
     #: Capabilities the implementation declares it does not attempt (e.g. "is_embed",
@@ -81,6 +85,7 @@ COMPONENTS: tuple[tuple[str, type], ...] = (
     ("scheduling_hook", SchedulingHook),
     ("block_hasher", BlockHasher),
     ("item_cache", ItemCache),
+    ("embedding_cache", EmbeddingCache),
     ("worker_store", WorkerStore),
     ("engine_loop", EngineLoop),
 )

@@ -476,6 +476,33 @@ class ItemCache(Protocol):
 
 
 @runtime_checkable
+class EmbeddingCache(Protocol):
+    """A content-keyed embedding cache without references (EMB): the encoder outputs of
+    items (or of a request's items together) kept under their identity, in a budget of
+    bytes, least recently used first out — SGLang's ``MultiModalStaticCache`` (0.5.22,
+    0.5.23) and ``MultiModalCache`` (0.5.3). Built from its capacity in bytes; an
+    embedding weighs its ``nbytes``. An optional component: without it EMB is "not
+    provided"."""
+
+    def put(self, key: str, embedding: NDArray[Any]) -> bool:
+        """Keep ``embedding`` under ``key``, evicting least recently used entries as
+        needed; True when ``key`` is held afterwards (a key already held is refreshed and
+        keeps its entry), False for an embedding larger than the capacity, which evicts
+        nothing (EMB-2)."""
+        ...
+
+    def get(self, key: str) -> NDArray[Any] | None:
+        """The embedding held under ``key`` (a use: it becomes the most recently used),
+        or None when ``key`` is not held (EMB-1)."""
+        ...
+
+    def held(self) -> Mapping[str, int]:
+        """Every key held and the bytes its entry is charged, least recently used first
+        (EMB-2)."""
+        ...
+
+
+@runtime_checkable
 class WorkerStore(Protocol):
     """The worker-side embedding store (WRK): tensors keyed by ``mm_hash``."""
 

@@ -161,6 +161,24 @@ def test_the_item_cache_machine_takes_a_pair_factory() -> None:
     assert raised.value.clause == "FIC-1"
 
 
+def test_the_embedding_cache_machine_takes_a_cache_factory() -> None:
+    """EMB-1/EMB-2 as a library: the reference cache passes, SGLang 0.5.22's rule (zoo
+    emb_oversized_evicts_all: an embedding larger than the cache empties it before it is
+    refused) raises EMB-2's violation."""
+    from adapters.zoo.emb_oversized_evicts_all import EvictsAllCache
+    from harness.machines import embedding_cache
+    from reference.embedding_cache import EmbeddingCache
+
+    result = _run(embedding_cache(EmbeddingCache))
+    assert result.wasSuccessful(), result.failures + result.errors
+    machine = embedding_cache(EvictsAllCache)
+    machine.TestCase.settings = settings(max_examples=1000, deadline=None, database=None,
+                                         derandomize=True)
+    with pytest.raises(ClauseViolation) as raised:
+        machine.TestCase("runTest").runTest()
+    assert raised.value.clause == "EMB-2"
+
+
 def test_mmspec_settings_are_the_command_lines_for_each_machine() -> None:
     """Issue 33, item 8: the machines run under the caller's settings (Hypothesis' default:
     100 programs), half what ``verify`` runs; ``mmspec_settings`` gives them the command

@@ -111,11 +111,11 @@ def test_splice_keeps_the_last_rows_given_too_many(adapter: ModuleType) -> None:
 EXPECTED = ROOT / "adapters" / "sglang" / "expected"
 
 
-def _declares_s1(version: str) -> bool:
+def _declares(version: str, finding: str) -> bool:
     import json
 
     declared = json.loads((EXPECTED / f"{version}.json").read_text(encoding="utf-8"))
-    return any(row.get("finding") == "S1" for row in declared["expected"])
+    return any(row.get("finding") == finding for row in declared["expected"])
 
 
 def _run_on_release(script: str, version: str) -> subprocess.CompletedProcess[str]:
@@ -135,7 +135,7 @@ def test_the_s1_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version:
     SGLang (and numpy): exit 1 (image B's whole prompt is cached under image A's) where
     the release is declared to have S1, exit 0 where it is not."""
     done = _run_on_release("repro_pad_collision.py", version)
-    collides = _declares_s1(version)
+    collides = _declares(version, "S1")
     assert done.returncode == (1 if collides else 0), done.stdout + done.stderr
     wanted = "has 2 of image B's 2 tokens" if collides else "has 0 of image B's 2 tokens"
     assert wanted in done.stdout, done.stdout
@@ -157,3 +157,15 @@ def test_processed_features_that_differ_share_an_identity_in_every_pinned_releas
     for pair in ("shape (6, 4) vs (4, 6)", "float32 vs its int32 view", "vs [t[:1], t[1:]]"):
         line = next(li for li in done.stdout.splitlines() if pair in li)
         assert line.endswith("ONE IDENTITY"), line
+
+
+@pytest.mark.parametrize("version", sorted(p.stem for p in EXPECTED.glob("*.json")))
+def test_the_s7_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version: str) -> None:
+    """Finding S7 (EMB-2) on SGLang's cache alone: exit 1 (an embedding larger than the
+    cache evicted the one held before it was refused) where the release declares S7, exit
+    0 where it does not (0.5.23 refuses first)."""
+    done = _run_on_release("repro_oversized_evicts.py", version)
+    empties = _declares(version, "S7")
+    assert done.returncode == (1 if empties else 0), done.stdout + done.stderr
+    wanted = "it now holds items []" if empties else "it now holds items [1]"
+    assert wanted in done.stdout, done.stdout

@@ -6,25 +6,27 @@ checkout; ``make verify-sglang SGLANG=X`` / ``SGLANG_SRC=path``) in ``.venv-sgla
 whose torchvision is an import shim (:mod:`adapters.sglang.source`; the report header
 names it).
 
-=============  ==================================================================
-component      SGLang code
-=============  ==================================================================
-feature_hasher ``MultimodalDataItem.set_pad_value`` (``hash_feature``): the identity of
-               an item keyed by its processor output (:mod:`adapters.sglang.features`)
-block_hasher   ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad-value
-               rule) and the padding routine (``pad_mm_tokens``, or the per-modality
-               ``MultiModalityDataPaddingPatternMultimodalTokens``): the radix key
-               (:mod:`adapters.sglang.prefix`)
-splice         ``mm_schedule._adjust_embedding_length`` then
-               ``mm_utils._scatter_mm_embedding``, as ``embed_mm_inputs`` calls them
-               (0.5.22 and later; :mod:`adapters.sglang.splice`)
-=============  ==================================================================
+===============  ==================================================================
+component        SGLang code
+===============  ==================================================================
+feature_hasher   ``MultimodalDataItem.set_pad_value`` (``hash_feature``): the identity of
+                 an item keyed by its processor output (:mod:`adapters.sglang.features`)
+block_hasher     ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad-value
+                 rule) and the padding routine (``pad_mm_tokens``, or the per-modality
+                 ``MultiModalityDataPaddingPatternMultimodalTokens``): the radix key
+                 (:mod:`adapters.sglang.prefix`)
+embedding_cache  ``MultiModalStaticCache`` (0.5.22+) or ``MultiModalCache`` (0.5.3):
+                 the content-keyed embedding cache (:mod:`adapters.sglang.embedding_cache`)
+splice           ``mm_schedule._adjust_embedding_length`` then
+                 ``mm_utils._scatter_mm_embedding``, as ``embed_mm_inputs`` calls them
+                 (0.5.22 and later; :mod:`adapters.sglang.splice`)
+===============  ==================================================================
 
 Not provided (not yet wrapped, or no equivalent): the hasher (SGLang hashes the
 processor's output tensors, not ``(data, options)``: the feature hasher judges that),
 the splice in 0.5.3 (inline in
-``embed_mm_inputs``), the encoder cache manager (``MultiModalCache``: to
-be judged against ECM), the processor, encoder, scheduling hook, worker store and engine
+``embed_mm_inputs``), the encoder cache manager (SGLang's cache has no references:
+the embedding cache judges it), the processor, encoder, scheduling hook, worker store and engine
 loop.
 """
 
@@ -36,6 +38,7 @@ from types import ModuleType
 
 from spec.adapter import Adapter
 
+from .embedding_cache import SglangEmbeddingCache
 from .features import SglangFeatureHasher
 from .prefix import SglangBlockHasher
 from .source import SglangSource, SglangSourceError, SglangUnavailableError, load_sglang
@@ -67,12 +70,14 @@ SCHEDULE_BATCH = importlib.import_module("sglang.srt.managers.schedule_batch")
 MM_UTILS = importlib.import_module("sglang.srt.managers.mm_utils")
 MM_SCHEDULE = _optional_module("sglang.srt.managers.mm_schedule")
 TORCH = importlib.import_module("torch")
+MULTIMODAL_CACHE = importlib.import_module("sglang.srt.mem_cache.multimodal_cache")
 
 ADAPTER = Adapter(
     name=SOURCE.describe(),
     feature_hasher=lambda: SglangFeatureHasher(SCHEDULE_BATCH, TORCH),
     block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size),
     splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
+    embedding_cache=lambda capacity: SglangEmbeddingCache(MULTIMODAL_CACHE, TORCH, capacity),
 )
 
 __all__ = [

@@ -5,7 +5,7 @@
 
 1. fetches each pinned release (``adapters/sglang/fetch.py``);
 2. runs the clauses of the components the adapter provides — HASH-9/HASH-10 (the
-   feature hasher), PFX (the block hasher;
+   feature hasher), EMB (the embedding cache), PFX (the block hasher;
    PFX-7/PFX-8's optional capability declared ``not provided``), SPL and DIFF-1..3 (the
    splice) — and ECD, whose component SGLang has no counterpart of (declared ``not
    provided``), in a process per release (``MMSPEC_SGLANG_SRC``), ``--jobs`` (2) at once,
@@ -16,8 +16,9 @@
 4. runs ``tests/test_sglang_adapter.py`` with ``MMSPEC_REQUIRE_SGLANG=1`` (the proof that
    the code under test never touches the torchvision shim, S1's reproducer,
    ``repro_pad_collision.py``, run on each release's code alone as declared, and
-   ``repro_feature_hash.py``'s), first among the ``--jobs`` tasks: it is the longest, so
-   the releases run on the other worker while it does.
+   ``repro_feature_hash.py``'s and ``repro_oversized_evicts.py``'s, S6's and S7's),
+   first among the ``--jobs`` tasks: it is the longest, so the releases run on the other
+   worker while it does.
 
 Exit status 0 when everything matches, 1 otherwise. Run as a script, by path.
 """
@@ -45,7 +46,7 @@ from harness.baseline import load_verdicts  # noqa: E402 - after the path set-up
 #: Newest first: the release the adapter was written against, then older ones.
 PINNED = ("0.5.23", "0.5.22", "0.5.3")
 CLAUSES = (
-    "HASH-9", "HASH-10",
+    "HASH-9", "HASH-10", "EMB-1", "EMB-2",
     "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6", "PFX-7", "PFX-8",
     "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
     "ECD-1", "ECD-2", "ECD-3", "ECD-4", "ECD-5", "ECD-6",

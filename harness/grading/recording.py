@@ -50,6 +50,7 @@ SHORT_NAMES: Mapping[str, str] = {
     "scheduling_hook": "hook",
     "block_hasher": "block_hasher",
     "item_cache": "item_cache",
+    "embedding_cache": "embedding_cache",
     "worker_store": "worker",
     "engine_loop": "engine",
 }
