@@ -12,9 +12,10 @@ Mirrors vLLM v0.22.1 ``vllm/v1/worker/gpu_model_runner.py``: ``_update_states`` 
 ``free_encoder_mm_hashes``), ``_execute_mm_encoder`` (stores ``encoder_cache[mm_hash]``)
 and ``_gather_mm_embeddings`` (rows ``get_embeds_indices_in_range(start_idx, end_idx)``).
 Where vLLM asserts on a miss, this store raises ``MissingEmbeddingError`` naming the
-request and the hash (WRK-5); it also raises on a miss for a window that selects no
-rows, because a gather names an item the chunk overlaps and the scheduler guarantees
-such items are held (SCH-8) — a miss there is a split brain worth reporting.
+request and the hash (WRK-5 asks for the hash); it also raises on a miss for a window
+that selects no rows, because a gather names an item the chunk overlaps and the
+scheduler guarantees such items are held (SCH-8) — a miss there is a split brain worth
+reporting.
 """
 
 from __future__ import annotations

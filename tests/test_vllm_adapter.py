@@ -93,12 +93,14 @@ EXPECTED_API = {
         "hook_duplicates": False, "hook_mismatch_guard": False,
         "hasher_algorithm_arg": False, "hash_fn_module": True,
         "mm_extra_key_offset": True, "mm_extra_key_tag": False,
+        "runner_free_method": False,
     },
     "0.33.0": {
         "encoder_units": True, "hook_shift": True, "hook_external_loads": True,
         "hook_duplicates": True, "hook_mismatch_guard": True,
         "hasher_algorithm_arg": True, "hash_fn_module": True,
         "mm_extra_key_offset": True, "mm_extra_key_tag": True,
+        "runner_free_method": True,
     },
 }
 

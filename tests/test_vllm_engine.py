@@ -5,8 +5,9 @@ through it in a child process per pinned release, with a profiler on while vLLM'
 ``_preempt_request()``, and the scheduler's ``reset_encoder_cache()``,
 ``reset_prefix_cache()`` and ``set_pause_state()`` (reached through vLLM's
 ``EngineCore`` functions: SYS-11, SYS-12) run — none of the project's code (the
-stand-ins: admission, the model-runner stand-in, the toy encoder, the worker store) is
-called from inside them.
+stand-ins: admission, the model-runner stand-in, the toy encoder) is called from inside
+them. The worker store is the adapter's, vLLM's own runner methods
+(tests/test_vllm_runner.py).
 
 Skips like tests/test_vllm_adapter.py without vLLM's import chain or release trees
 (fails under ``MMSPEC_REQUIRE_VLLM=1``, the CI engine job).
@@ -58,7 +59,7 @@ parts = EngineParts(
     hasher=a.ADAPTER.hasher, encoder=REF.encoder,
     encoder_cache_manager=a.ADAPTER.encoder_cache_manager,
     scheduling_hook=a.ADAPTER.scheduling_hook, block_hasher=a.ADAPTER.block_hasher,
-    worker_store=REF.worker_store,
+    worker_store=a.ADAPTER.worker_store,
 )
 construction = set()
 

@@ -19,6 +19,10 @@ hasher                   ``vllm.multimodal.hasher.MultiModalHasher.hash_kwargs``
 splice                   ``vllm.model_executor.models.utils._merge_multimodal_embeddings``
 block_hasher             ``vllm.v1.core.kv_cache_utils``: ``get_request_block_hasher``,
                          ``generate_block_hash_extra_keys``
+worker_store             ``vllm.v1.worker.gpu_model_runner.GPUModelRunner``:
+                         ``_process_encoder_cache_scheduler_output`` (0.33.0),
+                         ``_execute_mm_encoder``, ``_gather_mm_embeddings`` on a runner
+                         built without ``__init__`` (:mod:`adapters.vllm.runner`)
 engine_loop              ``vllm.v1.core.sched.scheduler.Scheduler`` (``schedule``,
                          ``update_from_output``, ``finish_requests``,
                          ``_preempt_request``), a model-runner stand-in answering each
@@ -28,7 +32,7 @@ engine_loop              ``vllm.v1.core.sched.scheduler.Scheduler`` (``schedule`
 ``PlaceholderRange``, ``MultiModalFeatureSpec`` and ``Request`` are vLLM's own types,
 built by vLLM's constructors from the spec's values (:mod:`adapters.vllm.requests_bridge`).
 Not provided: the processor (vLLM's need a model's Hugging Face configuration), the toy
-encoder (not vLLM's), the worker store (inside ``GPUModelRunner``).
+encoder (not vLLM's).
 A component whose vLLM module does not import (the release lacks it, or a package its
 import chain needs is missing) is not provided either, with the reason on stderr.
 
@@ -75,6 +79,7 @@ MODULES: dict[str, str] = {
     "mm_processing_inputs": "vllm.multimodal.processing.inputs",
     "mm_cache": "vllm.multimodal.cache",
     "engine_core": "vllm.v1.engine.core",
+    "gpu_model_runner": "vllm.v1.worker.gpu_model_runner",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -88,6 +93,7 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "splice": ("models_utils",),
     "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
     "item_cache": ("inputs", "config", "mm_cache"),
+    "worker_store": ("inputs", "gpu_model_runner"),
     "engine_loop": (
         *_REQUEST_ROLES,
         "encoder_cache_manager",
@@ -135,6 +141,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
     from .hook import VllmSchedulingHook
     from .item_cache import VllmItemCache
     from .prefix import VllmBlockHasher
+    from .runner import VllmWorkerStore
     from .splice import VllmSplice
 
     reasons: dict[str, str] = {}
@@ -173,12 +180,28 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
             "block_hasher", lambda size: VllmBlockHasher(code, apis["block_hasher"], size)
         ),
         item_cache=provided("item_cache", lambda capacity: VllmItemCache(code, capacity)),
+        worker_store=provided(
+            "worker_store", lambda: VllmWorkerStore(code, apis["worker_store"])
+        ),
         engine_loop=(
             engine_loop_factory(code, apis["engine_loop"]) if "engine_loop" in apis else None
         ),
-        implemented_by={"engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else ""},
+        implemented_by={
+            "engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else "",
+            "worker_store": _WORKER_STORE if "worker_store" in apis else "",
+        },
     )
     return adapter, reasons, apis
+
+
+#: What the report header says of the worker store (adapters/vllm/runner.py).
+_WORKER_STORE = (
+    "vLLM's GPUModelRunner (vllm.v1.worker.gpu_model_runner): its encoder_cache through "
+    "_execute_mm_encoder, _gather_mm_embeddings, reset_encoder_cache and (0.33.0) "
+    "_process_encoder_cache_scheduler_output, on a runner without __init__; stand-ins: "
+    "a passthrough model (embed_multimodal), the request states, input batch and "
+    "SchedulerOutput fields those methods read, 0.22.1's two-line free of _update_states"
+)
 
 
 def _engine_loop_modes(code: VllmCode) -> str:

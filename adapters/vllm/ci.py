@@ -12,11 +12,12 @@ verdicts with the findings declared for it (``adapters/vllm/expected/<version>.j
    stops failing, or a component that silently stops being provided turns CI red;
 4. prints the verdicts that differ between consecutive releases (``--baseline``'s
    output: what changed from 0.22.1 to 0.33.0);
-5. runs ``tests/test_vllm_adapter.py`` and ``tests/test_vllm_engine.py`` with
-   ``MMSPEC_REQUIRE_VLLM=1`` on the first worker step 2 frees (their output is printed
-   whole at the end), so that their vLLM tests fail instead of skipping (the
-   proof that the adapter runs vLLM's code, and that vLLM's Scheduler, the engine loop,
-   never calls a stand-in).
+5. runs ``tests/test_vllm_adapter.py``, ``tests/test_vllm_engine.py`` and
+   ``tests/test_vllm_runner.py`` with ``MMSPEC_REQUIRE_VLLM=1`` on the first worker step 2
+   frees (their output is printed whole at the end), so that their vLLM tests fail
+   instead of skipping (the proof that the adapter runs vLLM's code, that vLLM's
+   Scheduler, the engine loop, never calls a stand-in, and that the runner's methods
+   behind the worker store call only the one listed).
 
 Exit status 0 when everything matches, 1 otherwise.
 """
@@ -157,6 +158,11 @@ def verify_version(expected: Expected, tree: Path, out: Path) -> tuple[Path, flo
     return saved, time.perf_counter() - started, status
 
 
+#: The tests that prove the adapter runs vLLM's code (they skip without it elsewhere).
+VLLM_TESTS = ("tests/test_vllm_adapter.py", "tests/test_vllm_engine.py",
+              "tests/test_vllm_runner.py")
+
+
 def run_tests(trees: dict[str, Path], out: Path) -> tuple[Path, float, int]:
     """Run the vLLM tests in a child process, its output kept in ``out/tests.txt`` (they
     run beside a release's verification, so their lines must not interleave with it);
@@ -164,7 +170,7 @@ def run_tests(trees: dict[str, Path], out: Path) -> tuple[Path, float, int]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMSPEC_REQUIRE_VLLM="1")
     env["MMSPEC_VLLM_TREES"] = os.pathsep.join(f"{v}={t}" for v, t in trees.items())
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "tests/test_vllm_adapter.py", "tests/test_vllm_engine.py"]
+               *VLLM_TESTS]
     output = out / "tests.txt"
     started = time.perf_counter()
     with output.open("w") as sink:
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if tests is not None:
         output, seconds, status = tests.result()
-        print(f"\n--- tests/test_vllm_adapter.py tests/test_vllm_engine.py ({seconds:.0f} s, "
+        print(f"\n--- {' '.join(VLLM_TESTS)} ({seconds:.0f} s, "
               f"exit {status}) ---", flush=True)
         sys.stdout.write(output.read_text(encoding="utf-8", errors="replace"))
         ok = status == 0 and ok

@@ -11,8 +11,9 @@ front-end item cache: FIC is judged apart) — and those functions as its method
 order and the arguments of the calls between them are vLLM's.
 
 What stands in is the executor (:class:`ExecutorStandIn`): its ``reset_encoder_cache``
-empties the worker store, as ``Worker.reset_encoder_cache`` →
-``GPUModelRunner.reset_encoder_cache`` clears the runner's ``encoder_cache``;
+is ``Worker.reset_encoder_cache`` → ``GPUModelRunner.reset_encoder_cache``, the
+runner's own method when the worker store is vLLM's runner
+(:class:`~adapters.vllm.runner.VllmWorkerStore`), else every held hash freed;
 ``reset_mm_cache`` has no processor cache to clear; ``collective_rpc`` answers
 ``synchronize_device`` (0.33's ``_finish_pause``: there is no device) and refuses any
 other call, so that a release that starts relying on another worker call is noticed.
@@ -24,6 +25,8 @@ from typing import Any
 
 from spec.components import WorkerStore
 from spec.types import WorkerStep
+
+from .runner import VllmWorkerStore
 
 #: The ``EngineCore`` functions a shim carries (each where the release has it).
 CORE_FUNCTIONS = (
@@ -44,6 +47,9 @@ class ExecutorStandIn:
         self._store = store
 
     def reset_encoder_cache(self) -> None:
+        if isinstance(self._store, VllmWorkerStore):
+            self._store.reset_encoder_cache()
+            return
         held = tuple(sorted(self._store.held_hashes()))
         self._store.execute_step(WorkerStep(freed_mm_hashes=held, encoder_outputs={}, gathers=()))
 

@@ -7,12 +7,14 @@ runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder ou
 are stored (``_process_encoder_cache_scheduler_output``, then ``_execute_mm_encoder``),
 every ``scheduled_encoder_inputs`` entry is encoded with the project's toy encoder (the
 runner encodes each scheduled input: a hash scheduled twice is encoded twice), and each
-chunk's rows are gathered (``_gather_mm_embeddings``) through the project's worker store
-(WRK, judged by SYS-1/2). Every computed position's KV source is written into its KV
-block (SYS-6), through block tables kept from the ``SchedulerOutput``s alone, as the
-runner keeps them (``_update_states``): the snapshot reads the scheduler's block tables
-(``KVCacheManager.get_block_ids``), so an output that tells the worker the wrong blocks
-shows as KV computed from the wrong source. A request whose chunk reaches its
+chunk's rows are gathered (``_gather_mm_embeddings``) through the worker store (WRK,
+judged by SYS-1/2): in the vLLM adapter, vLLM's own runner methods
+(:mod:`adapters.vllm.runner`), which also do the free and the store. Every computed
+position's KV source is written into its KV block (SYS-6), through block tables kept
+from the ``SchedulerOutput``s alone, as the runner keeps them (``_update_states``): the
+snapshot reads the scheduler's block tables (``KVCacheManager.get_block_ids``), so an
+output that tells the worker the wrong blocks shows as KV computed from the wrong
+source. A request whose chunk reaches its
 ``num_tokens`` samples a token (a partial prefill's sample is discarded, as the runner
 does); no logprobs.
 

@@ -30,6 +30,8 @@ hook_duplicates        duplicates skipped silently     + ``duplicate_encoder_inp
 hook_mismatch_guard    —                               reads ``encoder_cache_mismatch_reqs``
 hasher_algorithm_arg   algorithm from the environment  ``hash_kwargs(algorithm, /, **kw)``
 mm_extra_key_tag       ``(mm_hash, offset)``           ``("mm", mm_hash, offset)``
+runner_free_method     the runner frees inline in      ``_process_encoder_cache_``
+                       ``_update_states``              ``scheduler_output``
 =====================  ==============================  ===================================
 """
 
@@ -223,6 +225,16 @@ API_CHANGES: tuple[ApiChange, ...] = (
         first_new=(0, 33, 0),
         probe=_extra_key_probe("tagged"),
     ),
+    ApiChange(
+        key="runner_free_method",
+        old="GPUModelRunner._update_states pops free_encoder_mm_hashes inline",
+        new="GPUModelRunner._process_encoder_cache_scheduler_output pops them",
+        last_old=(0, 22, 1),
+        first_new=(0, 33, 0),
+        probe=_attr_exists(
+            "gpu_model_runner", "GPUModelRunner._process_encoder_cache_scheduler_output"
+        ),
+    ),
 )
 
 #: Which rows each component's translation reads (a row whose probe cannot run because
@@ -241,6 +253,7 @@ ROWS_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "block_hasher": ("hash_fn_module", "mm_extra_key_offset", "mm_extra_key_tag"),
     "splice": (),
     "item_cache": (),
+    "worker_store": ("runner_free_method",),
     "engine_loop": ("hash_fn_module",),
 }
 

@@ -1,0 +1,150 @@
+"""The vLLM adapter's worker store is vLLM's model runner (issue 35): a short fixed run of
+store, gather, free and miss in a child process per pinned release, with a profiler on
+while the runner's own methods run — ``_execute_mm_encoder``, ``_gather_mm_embeddings``
+(0.33.0) ``_process_encoder_cache_scheduler_output`` and ``reset_encoder_cache`` — showing
+that they call none of the project's code but the two stand-ins listed in
+``adapters/vllm/runner.py`` (the passthrough model's ``embed_multimodal``, the
+late-interaction runner's ``clear``), and that the rows they serve are the stored ones;
+and finding V25's reproducer on each release.
+
+Skips like tests/test_vllm_adapter.py without vLLM's import chain or release trees
+(fails under ``MMSPEC_REQUIRE_VLLM=1``, the CI engine job).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_vllm_adapter import PINNED, ROOT, child_env, vllm_tree
+from tests.test_vllm_engine import run_child
+
+_RUN = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+import adapters.vllm as a
+from spec.errors import MissingEmbeddingError
+from spec.types import GatherSpec, PlaceholderRange, WorkerStep
+
+ROOT = Path(sys.argv[1]).resolve()
+OURS = tuple(str(ROOT / d) for d in ("adapters", "reference", "spec", "properties"))
+called, vllm_functions = set(), set()
+
+def profiler(frame, event, arg):
+    if event != "call":
+        return
+    where = frame.f_code.co_filename
+    if where.startswith(OURS):
+        called.add(f"{Path(where).relative_to(ROOT)}:{frame.f_code.co_name}")
+    elif "/vllm/" in where:
+        vllm_functions.add(frame.f_code.co_name)
+
+def watched(method):
+    def run(*args, **kwargs):
+        sys.setprofile(profiler)
+        try:
+            return method(*args, **kwargs)
+        finally:
+            sys.setprofile(None)
+    return run
+
+store = a.ADAPTER.worker_store()
+runner = store._runner
+for name in ("_execute_mm_encoder", "_gather_mm_embeddings",
+             "_process_encoder_cache_scheduler_output", "reset_encoder_cache"):
+    if hasattr(runner, name):
+        setattr(runner, name, watched(getattr(runner, name)))
+
+A = np.arange(12, dtype=np.float32).reshape(4, 3)          # 4 embeddings
+B = 100 + np.arange(6, dtype=np.float32).reshape(2, 3)     # 2 embeddings, 3 positions
+a_range = PlaceholderRange(2, 4)
+b_range = PlaceholderRange(7, 3, (True, False, True))
+def g(rid, h, rng, s, e):
+    return GatherSpec(rid, h, rng, s, e)
+rows = []
+# step 1: both encoded; the chunk [0, 5) gathers A's first three rows
+rows += store.execute_step(WorkerStep((), {"A": A, "B": B}, (g("r", "A", a_range, 0, 3),)))
+# step 2: the chunk [5, 10) gathers A's last row and B's two (its middle position has none)
+rows += store.execute_step(WorkerStep((), {}, (g("r", "A", a_range, 3, 4),
+                                                g("r", "B", b_range, 0, 3))))
+held_before = sorted(store.held_hashes())
+# step 3: A freed; a gather of A misses
+store.execute_step(WorkerStep(("A",), {}, ()))
+try:
+    store.execute_step(WorkerStep((), {}, (g("s", "A", a_range, 0, 4),)))
+    miss = None
+except MissingEmbeddingError as e:
+    miss = str(e)
+# a weight update's reset: the runner's own reset_encoder_cache
+store.execute_step(WorkerStep((), {"C": A}, ()))
+held_before_reset = sorted(store.held_hashes())
+store.reset_encoder_cache()
+print(json.dumps({
+    "called": sorted(called),
+    "vllm_functions": sorted(vllm_functions),
+    "rows": [r.tolist() for r in rows],
+    "expected": [A[:3].tolist(), A[3:].tolist(), B.tolist()],
+    "held": [held_before, held_before_reset, sorted(store.held_hashes())],
+    "miss": miss,
+}))
+"""
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_the_worker_store_is_vllms_runner_and_calls_only_its_listed_stand_in(
+    version: str,
+) -> None:
+    result = run_child(_RUN, version)
+    # the stand-ins vLLM's code calls: the model's embed_multimodal, and the
+    # late-interaction runner's clear in reset_encoder_cache
+    assert result["called"] == [
+        "adapters/vllm/runner.py:clear",
+        "adapters/vllm/runner.py:embed_multimodal",
+    ], result["called"]
+    seen = set(result["vllm_functions"])
+    # the profiler saw vLLM's own encode path and gather (so the list above is not blind)
+    assert {
+        "_batch_mm_inputs_from_scheduler",
+        "group_and_batch_mm_kwargs",
+        "sanity_check_mm_encoder_outputs",
+        "get_embeds_indices_in_range",
+    } <= seen, seen
+    if version != "0.22.1":
+        assert {"_process_encoder_cache_scheduler_output", "_cache_encoder_output"} <= seen
+    assert result["rows"] == result["expected"]
+    assert result["held"] == [["A", "B"], ["B", "C"], []]
+    assert result["miss"] == "Encoder cache miss for A."
+
+
+_REPRO_V25 = ROOT / "adapters" / "vllm" / "repro_unchecked_rows.py"
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_v25_the_runner_gathers_a_mis_sized_output_unchecked(version: str) -> None:
+    """Finding V25 through vLLM's own runner methods (docs/findings.md): an image of 4
+    placeholders whose model returns 6 rows is served its first 4 without an error; one
+    whose model returns 3 is served 3, and only the splice's count check stops it."""
+    completed = subprocess.run(
+        [sys.executable, str(_REPRO_V25)],
+        cwd=ROOT,
+        env=child_env(vllm_tree(version)),
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 1, completed.stderr[-3000:]
+    facts = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert facts["long"] == {
+        "rows_held": 6,
+        "gather_error": None,
+        "rows_served": 4,
+        "placeholders": 4,
+        "splice_error": None,
+    }
+    assert facts["short"]["rows_served"] == 3 and facts["short"]["gather_error"] is None
+    assert facts["short"]["splice_error"] == (
+        "Attempted to assign 3 = 3 multimodal tokens to 4 placeholders"
+    )
