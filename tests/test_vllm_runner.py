@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import adapters.vllm as a
 from spec.errors import MissingEmbeddingError
-from spec.types import GatherSpec, PlaceholderRange, WorkerStep
+from spec.types import GatherSpec, MultiModalItem, PlaceholderRange, WorkerStep
 
 ROOT = Path(sys.argv[1]).resolve()
 OURS = tuple(str(ROOT / d) for d in ("adapters", "reference", "spec", "properties"))
@@ -79,6 +79,12 @@ try:
     miss = None
 except MissingEmbeddingError as e:
     miss = str(e)
+# the drafter's look-ahead over the chunk [0, 2) reaches Z at 2, never encoded
+try:
+    z = MultiModalItem("Z", PlaceholderRange(2, 2))
+    look_ahead = [len(store.draft_gather("d", 0, 2, (z,)))]
+except MissingEmbeddingError as e:
+    look_ahead = str(e)
 # a weight update's reset: the runner's own reset_encoder_cache
 store.execute_step(WorkerStep((), {"C": A}, ()))
 held_before_reset = sorted(store.held_hashes())
@@ -90,6 +96,7 @@ print(json.dumps({
     "expected": [A[:3].tolist(), A[3:].tolist(), B.tolist()],
     "held": [held_before, held_before_reset, sorted(store.held_hashes())],
     "miss": miss,
+    "look_ahead": look_ahead,
 }))
 """
 
@@ -118,6 +125,11 @@ def test_the_worker_store_is_vllms_runner_and_calls_only_its_listed_stand_in(
     assert result["rows"] == result["expected"]
     assert result["held"] == [["A", "B"], ["B", "C"], []]
     assert result["miss"] == "Encoder cache miss for A."
+    # the drafter's gather is the release's: 0.33.0 falls back to token embeddings for an
+    # item starting where the chunk ends, 0.22.1 asserts (finding V22)
+    assert result["look_ahead"] == (
+        "Encoder cache miss for Z." if version == "0.22.1" else [0]
+    )
 
 
 _REPRO_V25 = ROOT / "adapters" / "vllm" / "repro_unchecked_rows.py"

@@ -48,6 +48,8 @@ from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
 from spec.types import EngineRequest, GatherSpec, WorkerStep
 from spec.weights import rows_at_weights_version
 
+from .runner import VllmWorkerStore
+
 
 @dataclass(frozen=True)
 class WorkerAnswer:
@@ -226,11 +228,22 @@ class EngineWorker:
     ) -> dict[str, tuple[NDArray[Any], ...]]:
         """The drafter's ``_gather_mm_embeddings(shift_computed_tokens=1)``, after the
         target's, in the same store: per chunk ``[c, c + n)`` the window
-        ``[c + 1, c + n + 1)``; an item starting at ``c + n`` only if the store holds it
-        (0.33.0's runner falls back to token embeddings past the chunk; 0.22.1's
-        asserts — finding V22)."""
+        ``[c + 1, c + n + 1)``. With vLLM's runner as the store, vLLM's own method
+        decides; with another store, an item starting at ``c + n`` is gathered only if
+        the store holds it (0.33.0's runner falls back to token embeddings past the
+        chunk; 0.22.1's asserts — finding V22)."""
         if not self.drafter:
             return {}
+        if isinstance(self.store, VllmWorkerStore):  # vLLM's own shifted gather
+            return {
+                req_id: self.store.draft_gather(
+                    req_id,
+                    starts[req_id],
+                    int(scheduler_output.num_scheduled_tokens[req_id]),
+                    requests[req_id][0].items,
+                )
+                for req_id in order
+            }
         held = self.store.held_hashes()
         specs: dict[str, list[GatherSpec]] = {}
         for req_id in order:

@@ -53,9 +53,9 @@ import torch
 from numpy.typing import NDArray
 
 from spec.errors import MissingEmbeddingError
-from spec.types import GatherSpec, WorkerStep
+from spec.types import GatherSpec, MultiModalItem, WorkerStep
 
-from .requests_bridge import MODALITY, vllm_placeholder_range
+from .requests_bridge import MODALITY, vllm_feature, vllm_placeholder_range
 from .versions import Api, VllmCode
 
 #: vLLM's message on a miss (both releases).
@@ -196,6 +196,33 @@ class VllmWorkerStore:
         self._free(list(step.freed_mm_hashes))
         self._store(outputs)
         return self._gather(step.gathers)
+
+    def draft_gather(
+        self, request_id: str, start: int, new: int, items: Sequence[MultiModalItem]
+    ) -> tuple[NDArray[Any], ...]:
+        """The drafter's gather, ``_gather_mm_embeddings(scheduler_output,
+        shift_computed_tokens=1)``, for one request whose chunk is ``[start, start + new)``
+        and whose items are ``items`` (all of them, in offset order, as its
+        ``CachedRequestState.mm_features``): vLLM's own choice of what the look-ahead
+        reads, skips (0.33.0: an item starting where the chunk ends and not held) or
+        misses (0.22.1 asserts)."""
+        runner = self._runner
+        runner.requests = {
+            request_id: RequestState(start, [vllm_feature(self._code, item) for item in items])
+        }
+        runner.input_batch = InputBatch([request_id])
+        try:
+            embeds, _ = runner._gather_mm_embeddings(
+                SchedulerOutputFields(
+                    total_num_scheduled_tokens=new, num_scheduled_tokens={request_id: new}
+                ),
+                shift_computed_tokens=1,
+            )
+        except (AssertionError, RuntimeError) as error:
+            if _MISS in str(error):
+                raise MissingEmbeddingError(str(error)) from error
+            raise
+        return tuple(embed.numpy().copy() for embed in embeds)
 
     def reset_encoder_cache(self) -> None:
         """``GPUModelRunner.reset_encoder_cache``: what the engine core's reset and a
