@@ -37,7 +37,12 @@ from properties.framework import (
     stateless,
 )
 from properties.prefix import PLACEHOLDER_ID, Layout, layouts
-from spec.components import BlockHasher, IdentityBlockHasher
+from spec.components import (
+    IDENTITY_KINDS,
+    BlockHasher,
+    IdentityBlockHasher,
+    KindLimitedIdentityBlockHasher,
+)
 from spec.types import LoraAdapter, MultiModalItem, PlaceholderRange, PrefixIdentity
 
 #: The optional capability both clauses need (``spec.components.IdentityBlockHasher``).
@@ -126,17 +131,39 @@ def _embeddings(draw: st.DrawFn, rows: int) -> tuple[tuple[float, ...], ...]:
     return tuple(draw(st.lists(row, min_size=rows, max_size=rows)))
 
 
+def identity_kinds(parts: Parts) -> tuple[str, ...]:
+    """The kinds PFX-7 draws: those the block hasher's ``identity_kinds()`` names
+    (``spec.components.KindLimitedIdentityBlockHasher``), else every kind."""
+    hasher = parts.block_hasher(1)
+    if not isinstance(hasher, KindLimitedIdentityBlockHasher):
+        return IDENTITY_KINDS
+    kinds = tuple(hasher.identity_kinds())
+    unknown = [kind for kind in kinds if kind not in IDENTITY_KINDS]
+    if unknown:
+        raise ValueError(f"identity_kinds() names {unknown}, not kinds of {IDENTITY_KINDS}")
+    return kinds
+
+
 @st.composite
-def identities(draw: st.DrawFn, prompt_length: int) -> PrefixIdentity:
-    """Each kind present or not, from its own pool."""
-    lora = draw(st.none() | st.builds(LoraAdapter, LORA_NAMES, LORA_PATHS))
-    salt = draw(st.none() | SALTS)
-    embeds = draw(_embeddings(prompt_length) | st.none())
+def identities(
+    draw: st.DrawFn, prompt_length: int, kinds: Sequence[str] = IDENTITY_KINDS
+) -> PrefixIdentity:
+    """Each kind present or not, from its own pool (a kind not in ``kinds``: never)."""
+    lora = None
+    if "lora" in kinds:
+        lora = draw(st.none() | st.builds(LoraAdapter, LORA_NAMES, LORA_PATHS))
+    salt = draw(st.none() | SALTS) if "cache_salt" in kinds else None
+    embeds = draw(_embeddings(prompt_length) | st.none()) if "prompt_embeds" in kinds else None
     return PrefixIdentity(lora=lora, cache_salt=salt, prompt_embeds=embeds)
 
 
 @st.composite
-def related_identity(draw: st.DrawFn, base: PrefixIdentity, prompt_length: int) -> PrefixIdentity:
+def related_identity(
+    draw: st.DrawFn,
+    base: PrefixIdentity,
+    prompt_length: int,
+    kinds: Sequence[str] = IDENTITY_KINDS,
+) -> PrefixIdentity:
     """Another request's identity: each kind kept (in new objects), changed in part (the
     path and not the name, one embedding row) or drawn anew — often all kept."""
     lora = base.lora
@@ -147,11 +174,13 @@ def related_identity(draw: st.DrawFn, base: PrefixIdentity, prompt_length: int) 
     elif change == "path" and lora is not None:
         old_path = lora.path
         lora = LoraAdapter(lora.name, draw(LORA_PATHS.filter(lambda p: p != old_path)))
-    elif change == "anew":
+    elif change == "anew" and "lora" in kinds:
         lora = draw(st.none() | st.builds(LoraAdapter, LORA_NAMES, LORA_PATHS))
     if lora is not None:
         lora = LoraAdapter("".join(list(lora.name)), "".join(list(lora.path)))
-    salt = base.cache_salt if draw(st.booleans()) else draw(st.none() | SALTS)
+    salt = base.cache_salt
+    if "cache_salt" in kinds and not draw(st.booleans()):
+        salt = draw(st.none() | SALTS)
     if salt is not None:
         salt = "".join(list(salt))
     embeds = base.prompt_embeds
@@ -162,7 +191,7 @@ def related_identity(draw: st.DrawFn, base: PrefixIdentity, prompt_length: int) 
         old = embeds[position]
         new = draw(st.tuples(*[EMBED_VALUES] * EMBED_WIDTH).filter(lambda r: r != old))
         embeds = embeds[:position] + (new,) + embeds[position + 1 :]
-    elif change == "anew":
+    elif change == "anew" and "prompt_embeds" in kinds:
         embeds = draw(st.none() | _embeddings(prompt_length))
     if embeds is not None:
         embeds = tuple(tuple(float(v) for v in row) for row in embeds)
@@ -235,12 +264,16 @@ def _compare(
 
 
 @st.composite
-def _identity_pairs(draw: st.DrawFn) -> tuple[Layout, PrefixIdentity, PrefixIdentity]:
-    """A prompt with at least one full block, and two related identities for it."""
+def _identity_pairs(
+    draw: st.DrawFn, kinds: Sequence[str] = IDENTITY_KINDS
+) -> tuple[Layout, PrefixIdentity, PrefixIdentity]:
+    """A prompt with at least one full block, and two related identities for it (of
+    ``kinds`` only)."""
     block_size = draw(st.integers(1, 4))
     layout = draw(layouts(block_size=block_size, min_tail=block_size), label="prompt")
-    base = draw(identities(len(layout.token_ids)), label="identity A")
-    return layout, base, draw(related_identity(base, len(layout.token_ids)), label="identity B")
+    length = len(layout.token_ids)
+    base = draw(identities(length, kinds), label="identity A")
+    return layout, base, draw(related_identity(base, length, kinds), label="identity B")
 
 
 #: A one-token prompt in blocks of one, for the pinned examples.
@@ -258,8 +291,9 @@ def pfx_every_identity_kind_keys(parts: Parts) -> Runnable:
     first where their adapter, salt, embeddings or items differ."""
     if identity_probe("PFX-7")(parts) is not None:
         return Runnable(run=lambda settings: None)
+    kinds = identity_kinds(parts)
 
-    @given(case=_identity_pairs())
+    @given(case=_identity_pairs(kinds))
     # V16 (vLLM 0.22.1): an adapter name re-pointed at other weights keys as before
     @example(
         case=(

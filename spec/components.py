@@ -448,6 +448,21 @@ class IdentityBlockHasher(Protocol):
         ...
 
 
+#: The kinds of identity a ``PrefixIdentity`` carries, by field name.
+IDENTITY_KINDS = ("lora", "cache_salt", "prompt_embeds")
+
+
+@runtime_checkable
+class KindLimitedIdentityBlockHasher(Protocol):
+    """Optional, beside ``IdentityBlockHasher`` (PFX-7): the kinds of identity (of
+    :data:`IDENTITY_KINDS`) whose requests the engine's prefix cache serves at all. An
+    engine that refuses a kind while prefix caching is on — SGLang refuses
+    ``input_embeds`` unless its radix cache is disabled — keys no block of such a
+    request, so PFX-7 draws only the kinds listed. Without it: every kind."""
+
+    def identity_kinds(self) -> tuple[str, ...]: ...
+
+
 @runtime_checkable
 class ItemCache(Protocol):
     """The front-end item cache (FIC): the API process's sender half and the engine

@@ -14,7 +14,10 @@ feature_hasher   ``MultimodalDataItem.set_pad_value`` (``hash_feature``): the id
 block_hasher     ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad-value
                  rule) and the padding routine (``pad_mm_tokens``, or the per-modality
                  ``MultiModalityDataPaddingPatternMultimodalTokens``): the radix key
-                 (:mod:`adapters.sglang.prefix`)
+                 (:mod:`adapters.sglang.prefix`); with a request's LoRA adapter and
+                 ``cache_salt`` (PFX-7, PFX-8): ``LoRARef``'s ``lora_id``, ``Req``'s
+                 ``extra_key``, ``RadixKey``'s child key (0.5.3: the salt through
+                 ``OpenAIServingBase._compute_extra_key``)
 embedding_cache  ``MultiModalStaticCache`` (0.5.22+) or ``MultiModalCache`` (0.5.3):
                  the content-keyed embedding cache (:mod:`adapters.sglang.embedding_cache`)
 splice           ``mm_schedule._adjust_embedding_length`` then
@@ -33,6 +36,7 @@ loop.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from types import ModuleType
 
@@ -40,7 +44,7 @@ from spec.adapter import Adapter
 
 from .embedding_cache import SglangEmbeddingCache
 from .features import SglangFeatureHasher
-from .prefix import SglangBlockHasher
+from .prefix import NamespaceCode, SglangBlockHasher
 from .source import SglangSource, SglangSourceError, SglangUnavailableError, load_sglang
 from .splice import SglangSplice
 from .splice import available as splice_available
@@ -72,10 +76,33 @@ MM_SCHEDULE = _optional_module("sglang.srt.managers.mm_schedule")
 TORCH = importlib.import_module("torch")
 MULTIMODAL_CACHE = importlib.import_module("sglang.srt.mem_cache.multimodal_cache")
 
+
+def _namespace_code() -> NamespaceCode:
+    """The code that builds a request's radix namespace (PFX-7, PFX-8): ``LoRARef``,
+    ``SamplingParams`` and ``RadixKey``, and where ``Req`` takes no ``cache_salt``
+    (0.5.3) the OpenAI layer's ``_compute_extra_key``, which folds the salt into
+    ``extra_key``."""
+    req_takes_salt = "cache_salt" in inspect.signature(SCHEDULE_BATCH.Req.__init__).parameters
+    compute_extra_key = None
+    if not req_takes_salt:
+        serving = importlib.import_module("sglang.srt.entrypoints.openai.serving_base")
+        compute_extra_key = serving.OpenAIServingBase._compute_extra_key
+    return NamespaceCode(
+        radix_cache=importlib.import_module("sglang.srt.mem_cache.radix_cache"),
+        lora_ref=importlib.import_module("sglang.srt.lora.lora_registry").LoRARef,
+        sampling_params=importlib.import_module(
+            "sglang.srt.sampling.sampling_params"
+        ).SamplingParams,
+        compute_extra_key=compute_extra_key,
+    )
+
+
+NAMESPACE = _namespace_code()
+
 ADAPTER = Adapter(
     name=SOURCE.describe(),
     feature_hasher=lambda: SglangFeatureHasher(SCHEDULE_BATCH, TORCH),
-    block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size),
+    block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size, NAMESPACE),
     splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
     embedding_cache=lambda capacity: SglangEmbeddingCache(MULTIMODAL_CACHE, TORCH, capacity),
 )

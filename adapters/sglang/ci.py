@@ -5,8 +5,8 @@
 
 1. fetches each pinned release (``adapters/sglang/fetch.py``);
 2. runs the clauses of the components the adapter provides — HASH-9/HASH-10 (the
-   feature hasher), EMB (the embedding cache), PFX (the block hasher;
-   PFX-7/PFX-8's optional capability declared ``not provided``), SPL and DIFF-1..3 (the
+   feature hasher), EMB (the embedding cache), PFX (the block hasher; PFX-7/PFX-8
+   through the radix key's namespace), SPL and DIFF-1..3 (the
    splice) — and ECD, whose component SGLang has no counterpart of (declared ``not
    provided``), in a process per release (``MMSPEC_SGLANG_SRC``), ``--jobs`` (2) at once,
    saving ``reports/sglang/<version>.json`` and the full report ``<version>.txt``;

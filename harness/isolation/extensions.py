@@ -6,7 +6,8 @@ differential checks run bfloat16 when a splice has ``merge_bfloat16``; ECM-8 and
 when the cache manager has ``tracked_request_ids``/``tracked_mm_hashes`` and ``reset``;
 ECD-6 when the
 encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
-``request_block_hashes_with``; HASH-7 and HASH-8 when the hasher has ``item_identifier``;
+``request_block_hashes_with`` (PFX-7 drawing only the kinds of ``identity_kinds``
+where the hasher has it); HASH-7 and HASH-8 when the hasher has ``item_identifier``;
 SYS-11 to SYS-15 when the engine loop has the resets, ``update_weights``,
 ``num_speculative_tokens`` or ``async_scheduling``):
 the child reports which extension members its object has, and the grader's proxy offers
@@ -23,6 +24,7 @@ from spec.components import (
     EncoderCacheBookkeeping,
     IdentityBlockHasher,
     InjectingSplice,
+    KindLimitedIdentityBlockHasher,
     MultiPrecisionEncoder,
     RequestIdentifiedHasher,
     ResettableEncoderCache,
@@ -38,8 +40,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "encoder": (MultiPrecisionEncoder,),
     # ECM-8 and ECM-9's optional capabilities: probed on the proxy, as in process
     "encoder_cache_manager": (ResettableEncoderCache, EncoderCacheBookkeeping),
-    # PFX-3's optional capability, and PFX-7 and PFX-8's
-    "block_hasher": (BlockExtraKeys, IdentityBlockHasher),
+    # PFX-3's optional capability, and PFX-7 and PFX-8's (with the kinds PFX-7 draws)
+    "block_hasher": (BlockExtraKeys, IdentityBlockHasher, KindLimitedIdentityBlockHasher),
     # HASH-7 and HASH-8's
     "hasher": (RequestIdentifiedHasher,),
     # ECD-6's optional capability

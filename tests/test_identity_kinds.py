@@ -1,0 +1,34 @@
+"""PFX-7 draws only the kinds of identity a block hasher's ``identity_kinds()`` names
+(``spec.components.KindLimitedIdentityBlockHasher``): an engine that refuses prompt
+embeddings while prefix caching is on (SGLang) is judged on the kinds it serves, a
+hasher that refuses them without saying so is an ERROR, and a kind ``PrefixIdentity``
+does not have is an ERROR too. Without ``identity_kinds()`` every kind is drawn, as
+before (the reference's and every zoo entry's runs are unchanged)."""
+
+from __future__ import annotations
+
+from harness.runner import Verdict, verify
+from tests.conftest import FIXTURES
+
+ONLY = ["PFX-7", "PFX-8"]
+
+
+def _verdicts(name: str) -> dict[str, Verdict]:
+    report = verify(str(FIXTURES / name), "ci", ONLY)
+    return {row.clause: row.verdict for row in report.rows}
+
+
+def test_the_kinds_a_hasher_names_are_the_kinds_drawn() -> None:
+    assert _verdicts("identity_kinds_limited.py") == {"PFX-7": Verdict.PASS, "PFX-8": Verdict.PASS}
+
+
+def test_refusing_a_kind_without_naming_the_others_is_an_error() -> None:
+    assert _verdicts("identity_kinds_silent.py")["PFX-7"] == Verdict.ERROR
+
+
+def test_a_kind_prefix_identity_lacks_is_an_error() -> None:
+    report = verify(str(FIXTURES / "identity_kinds_unknown.py"), "ci", ["PFX-7"])
+    (row,) = report.rows
+    assert row.verdict == Verdict.ERROR
+    (failure,) = report.results["pfx_every_identity_kind_keys"].failures
+    assert "'tenant'" in failure.message, failure.message
