@@ -7,6 +7,7 @@ before (the reference's and every zoo entry's runs are unchanged)."""
 
 from __future__ import annotations
 
+from harness.isolation import IsolatedSession, Limits
 from harness.runner import Verdict, verify
 from tests.conftest import FIXTURES
 
@@ -32,3 +33,15 @@ def test_a_kind_prefix_identity_lacks_is_an_error() -> None:
     assert row.verdict == Verdict.ERROR
     (failure,) = report.results["pfx_every_identity_kind_keys"].failures
     assert "'tenant'" in failure.message, failure.message
+
+
+def test_the_kinds_reach_the_grader_from_an_isolated_child() -> None:
+    """``identity_kinds`` is an extension member the child reports (harness/isolation/
+    extensions.py): the grader's proxy offers it, so the isolated run draws the same
+    kinds as the run in process."""
+    ref = str(FIXTURES / "identity_kinds_limited.py")
+    report = verify(ref, "ci", ONLY, session=IsolatedSession(ref, Limits()))
+    assert {row.clause: row.verdict for row in report.rows} == {
+        "PFX-7": Verdict.PASS,
+        "PFX-8": Verdict.PASS,
+    }
