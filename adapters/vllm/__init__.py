@@ -199,8 +199,10 @@ _WORKER_STORE = (
     "vLLM's GPUModelRunner (vllm.v1.worker.gpu_model_runner): its encoder_cache through "
     "_execute_mm_encoder, _gather_mm_embeddings, reset_encoder_cache and (0.33.0) "
     "_process_encoder_cache_scheduler_output, on a runner without __init__; stand-ins: "
-    "a passthrough model (embed_multimodal), the request states, input batch and "
-    "SchedulerOutput fields those methods read, 0.22.1's two-line free of _update_states"
+    "a passthrough model (embed_multimodal), a late-interaction runner with nothing to "
+    "clear, the request states, input batch and SchedulerOutput fields those methods "
+    "read, 0.22.1's two-line free of _update_states; the drafter's look-ahead is "
+    "_gather_mm_embeddings(shift_computed_tokens=1)"
 )
 
 
