@@ -39,6 +39,7 @@ _TAG_DICT = b"D"
 _TAG_ITEM = b"H"  # the top-level (data, options) pair
 _TAG_UUID = b"U"  # the top-level (request-supplied uuid, options) pair (HASH-8)
 _TAG_FEATURE = b"P"  # a top-level processed feature (HASH-9, HASH-10)
+_TAG_CLIENT_HASH = b"C"  # a top-level request-supplied feature hash (HASH-11)
 
 
 def frame(tag: bytes, payload: bytes) -> bytes:
@@ -159,3 +160,13 @@ class FeatureHasher:
                 f"not a {type(feature).__name__}"
             )
         return hashlib.sha256(frame(_TAG_FEATURE, body)).hexdigest()
+
+    def feature_identifier(self, feature: ProcessedFeature, client_hash: str | None) -> str:
+        """The feature's identity without a client hash; with one, the sha256 of the
+        hash framed under a tag of its own, so that no client hash names content
+        (HASH-11)."""
+        if client_hash is None:
+            return self.feature_identity(feature)
+        if not isinstance(client_hash, str):
+            raise InvalidInputError(f"a client hash is a str, not {type(client_hash).__name__}")
+        return hashlib.sha256(frame(_TAG_CLIENT_HASH, serialize(client_hash))).hexdigest()

@@ -92,6 +92,19 @@ class FeatureHasher(Protocol):
 
 
 @runtime_checkable
+class ClientHashedFeatureHasher(Protocol):
+    """Optional capability of a ``FeatureHasher`` (HASH-11): the identity of an item whose
+    request may carry its hash (SGLang 0.5.22+: a ``processor_output`` item's ``hash``
+    field, reused by ``set_pad_value``). Without it HASH-11 is "not provided"."""
+
+    def feature_identifier(self, feature: ProcessedFeature, client_hash: str | None) -> str:
+        """``feature_identity(feature)`` when ``client_hash`` is None; otherwise the
+        identity the engine gives the item when its request says its hash is
+        ``client_hash`` (written as ``feature_identity`` writes identities)."""
+        ...
+
+
+@runtime_checkable
 class Encoder(Protocol):
     """The toy encoder (ENC): deterministic, seeded from the content, counts calls.
     Built from ``hidden_size``."""

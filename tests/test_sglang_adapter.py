@@ -169,3 +169,15 @@ def test_the_s7_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version:
     assert done.returncode == (1 if empties else 0), done.stdout + done.stderr
     wanted = "it now holds items []" if empties else "it now holds items [1]"
     assert wanted in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("version", sorted(p.stem for p in EXPECTED.glob("*.json")))
+def test_the_s8_reproducer_runs_on_sglangs_code_alone(shim: ModuleType, version: str) -> None:
+    """Finding S8 (HASH-11) on SGLang's processor path and item alone: exit 1 (image B,
+    sent with image A's hash, takes A's hash and pad value) where the release declares
+    S8, exit 0 where it does not (0.5.3 reads no caller hash from a dict item)."""
+    done = _run_on_release("repro_client_hash.py", version)
+    takes = _declares(version, "S8")
+    assert done.returncode == (1 if takes else 0), done.stdout + done.stderr
+    wanted = "B TAKES A'S IDENTITY" if takes else "B keeps an identity of its own"
+    assert wanted in done.stdout, done.stdout

@@ -10,7 +10,9 @@ names it).
 component        SGLang code
 ===============  ==================================================================
 feature_hasher   ``MultimodalDataItem.set_pad_value`` (``hash_feature``): the identity of
-                 an item keyed by its processor output (:mod:`adapters.sglang.features`)
+                 an item keyed by its processor output; with a client's ``hash``
+                 (HASH-11), ``collect_mm_items_from_processor_output`` first
+                 (:mod:`adapters.sglang.features`)
 block_hasher     ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad-value
                  rule) and the padding routine (``pad_mm_tokens``, or the per-modality
                  ``MultiModalityDataPaddingPatternMultimodalTokens``): the radix key
@@ -98,10 +100,13 @@ def _namespace_code() -> NamespaceCode:
 
 
 NAMESPACE = _namespace_code()
+BASE_PROCESSOR = importlib.import_module(
+    "sglang.srt.multimodal.processors.base_processor"
+).BaseMultimodalProcessor
 
 ADAPTER = Adapter(
     name=SOURCE.describe(),
-    feature_hasher=lambda: SglangFeatureHasher(SCHEDULE_BATCH, TORCH),
+    feature_hasher=lambda: SglangFeatureHasher(SCHEDULE_BATCH, TORCH, BASE_PROCESSOR),
     block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size, NAMESPACE),
     splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
     embedding_cache=lambda capacity: SglangEmbeddingCache(MULTIMODAL_CACHE, TORCH, capacity),

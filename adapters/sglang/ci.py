@@ -16,7 +16,8 @@
 4. runs ``tests/test_sglang_adapter.py`` with ``MMSPEC_REQUIRE_SGLANG=1`` (the proof that
    the code under test never touches the torchvision shim, S1's reproducer,
    ``repro_pad_collision.py``, run on each release's code alone as declared, and
-   ``repro_feature_hash.py``'s and ``repro_oversized_evicts.py``'s, S6's and S7's),
+   ``repro_feature_hash.py``'s, ``repro_oversized_evicts.py``'s and ``repro_client_hash.py``'s:
+   S6's, S7's and S8's),
    first among the ``--jobs`` tasks: it is the longest, so the releases run on the other
    worker while it does.
 
@@ -46,7 +47,7 @@ from harness.baseline import load_verdicts  # noqa: E402 - after the path set-up
 #: Newest first: the release the adapter was written against, then older ones.
 PINNED = ("0.5.23", "0.5.22", "0.5.3")
 CLAUSES = (
-    "HASH-9", "HASH-10", "EMB-1", "EMB-2",
+    "HASH-9", "HASH-10", "HASH-11", "EMB-1", "EMB-2",
     "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6", "PFX-7", "PFX-8",
     "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
     "ECD-1", "ECD-2", "ECD-3", "ECD-4", "ECD-5", "ECD-6",

@@ -86,6 +86,7 @@ _MODES: Mapping[tuple[str, str], str] = {
     ("hasher", "hash_item"): "opaque",
     ("hasher", "item_identifier"): "opaque",
     ("feature_hasher", "feature_identity"): "opaque",
+    ("feature_hasher", "feature_identifier"): "opaque",
     ("encoder", "encode"): "opaque-arrays",
     ("encoder", "encode_batch"): "opaque-arrays",
     ("block_hasher", "request_block_hashes"): "opaque-strings",

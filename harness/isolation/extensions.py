@@ -21,6 +21,7 @@ from spec.components import (
     AsyncEngine,
     Bfloat16Splice,
     BlockExtraKeys,
+    ClientHashedFeatureHasher,
     EncoderCacheBookkeeping,
     IdentityBlockHasher,
     InjectingSplice,
@@ -44,6 +45,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "block_hasher": (BlockExtraKeys, IdentityBlockHasher, KindLimitedIdentityBlockHasher),
     # HASH-7 and HASH-8's
     "hasher": (RequestIdentifiedHasher,),
+    # HASH-11's
+    "feature_hasher": (ClientHashedFeatureHasher,),
     # ECD-6's optional capability
     "encoder_decoder_cache_manager": (ResettableEncoderCache,),
     # SYS-11, SYS-12, SYS-13/14's and SYS-15's
