@@ -24,14 +24,10 @@ import pytest
 
 from tests.test_vllm_adapter import PINNED, ROOT, child_env, vllm_tree
 
-_RUN = r"""
-import json, sys
-from pathlib import Path
-import adapters.vllm as a
-from reference.adapter import ADAPTER as REF
-from spec.adapter import EngineParts
-from spec.types import EngineConfig, EngineRequest, MultiModalItem, PlaceholderRange
-
+#: The child scripts' profiler (this file's and tests/test_vllm_runner.py's): every call
+#: into the project's code made while a ``watched`` method runs, and the names of the vLLM
+#: functions called (so that an empty list of the first is not a blind profiler).
+PROFILER = r"""
 ROOT = Path(sys.argv[1]).resolve()
 OURS = tuple(str(ROOT / d) for d in ("adapters", "reference", "spec", "properties"))
 called = set()
@@ -42,7 +38,7 @@ def profiler(frame, event, arg):
         return
     where = frame.f_code.co_filename
     if where.startswith(OURS):
-        called.add(f"{where}:{frame.f_code.co_name}")
+        called.add(f"{Path(where).relative_to(ROOT)}:{frame.f_code.co_name}")
     elif "/vllm/" in where:
         vllm_functions.add(frame.f_code.co_name)
 
@@ -54,7 +50,17 @@ def watched(method):
         finally:
             sys.setprofile(None)
     return run
+"""
 
+_RUN = r"""
+import json, sys
+from pathlib import Path
+import adapters.vllm as a
+from reference.adapter import ADAPTER as REF
+from spec.adapter import EngineParts
+from spec.types import EngineConfig, EngineRequest, MultiModalItem, PlaceholderRange
+
+""" + PROFILER + r"""
 parts = EngineParts(
     hasher=a.ADAPTER.hasher, encoder=REF.encoder,
     encoder_cache_manager=a.ADAPTER.encoder_cache_manager,

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 from tests.test_vllm_adapter import PINNED, ROOT, child_env, vllm_tree
-from tests.test_vllm_engine import run_child
+from tests.test_vllm_engine import PROFILER, run_child
 
 _RUN = r"""
 import json, sys
@@ -30,28 +30,7 @@ import adapters.vllm as a
 from spec.errors import MissingEmbeddingError
 from spec.types import GatherSpec, MultiModalItem, PlaceholderRange, WorkerStep
 
-ROOT = Path(sys.argv[1]).resolve()
-OURS = tuple(str(ROOT / d) for d in ("adapters", "reference", "spec", "properties"))
-called, vllm_functions = set(), set()
-
-def profiler(frame, event, arg):
-    if event != "call":
-        return
-    where = frame.f_code.co_filename
-    if where.startswith(OURS):
-        called.add(f"{Path(where).relative_to(ROOT)}:{frame.f_code.co_name}")
-    elif "/vllm/" in where:
-        vllm_functions.add(frame.f_code.co_name)
-
-def watched(method):
-    def run(*args, **kwargs):
-        sys.setprofile(profiler)
-        try:
-            return method(*args, **kwargs)
-        finally:
-            sys.setprofile(None)
-    return run
-
+""" + PROFILER + r"""
 store = a.ADAPTER.worker_store()
 runner = store._runner
 for name in ("_execute_mm_encoder", "_gather_mm_embeddings",
