@@ -154,18 +154,12 @@ mutation: $(MUTATION_VENV)/.installed
 VLLM_VENV ?= .venv-vllm
 VLLM_PYTHON := $(VLLM_VENV)/bin/python
 TORCH_SPEC ?= torch==2.13.0
-# The engines' and CrossHair's virtualenvs install without compiling every module to
-# bytecode (--no-compile): torch, transformers and the rest are thousands of modules of
-# which a run imports a fraction, and Python compiles and caches those on first import.
-# The compile step was half of each engine venv's set-up (132 s -> 78 s wall, measured:
-# docs/verdict_cost.md). The project's own .venv keeps it: a grading child under a
-# sandbox user could not write the cache there, and would compile on every start.
-PIP_NO_COMPILE := -m pip install --quiet --disable-pip-version-check --no-compile
 
 $(VLLM_VENV)/.installed: requirements.txt adapters/vllm/requirements-vllm.txt
 	test -x $(VLLM_PYTHON) || python3 -m venv $(VLLM_VENV)
-	$(VLLM_PYTHON) $(PIP_NO_COMPILE) $(TORCH_SPEC) -r requirements.txt
-	$(VLLM_PYTHON) $(PIP_NO_COMPILE) --no-deps \
+	$(VLLM_PYTHON) -m pip install --quiet --disable-pip-version-check $(TORCH_SPEC) \
+		-r requirements.txt
+	$(VLLM_PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
 		-r adapters/vllm/requirements-vllm.txt
 	touch $@
 
@@ -265,7 +259,8 @@ CROSSHAIR_PROPERTIES ?= exp_toy_policy exp_fixed_policy exp_total_length sch_bud
 
 $(CROSSHAIR_VENV)/.installed: requirements.txt requirements-crosshair.txt
 	test -x $(CROSSHAIR_VENV)/bin/python || python3 -m venv $(CROSSHAIR_VENV)
-	$(CROSSHAIR_VENV)/bin/python $(PIP_NO_COMPILE) -r requirements-crosshair.txt
+	$(CROSSHAIR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements-crosshair.txt
 	touch $@
 
 crosshair: $(CROSSHAIR_VENV)/.installed
@@ -298,8 +293,9 @@ SGLANG_PYTHON := $(SGLANG_VENV)/bin/python
 $(SGLANG_VENV)/.installed: requirements.txt adapters/sglang/requirements-sglang.txt \
 		adapters/sglang/shim/mmspec_torchvision_shim.py
 	test -x $(SGLANG_PYTHON) || python3 -m venv $(SGLANG_VENV)
-	$(SGLANG_PYTHON) $(PIP_NO_COMPILE) $(TORCH_SPEC) -r requirements.txt
-	$(SGLANG_PYTHON) $(PIP_NO_COMPILE) --no-deps \
+	$(SGLANG_PYTHON) -m pip install --quiet --disable-pip-version-check $(TORCH_SPEC) \
+		-r requirements.txt
+	$(SGLANG_PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
 		-r adapters/sglang/requirements-sglang.txt
 	printf '%s\nimport mmspec_torchvision_shim\n' "$(CURDIR)/adapters/sglang/shim" > \
 		"$$($(SGLANG_PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/mmspec-torchvision-shim.pth"
