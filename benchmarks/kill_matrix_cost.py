@@ -24,8 +24,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from harness.catalog import registered_properties
-from harness.kill_matrix import _MARK, KILLED_BY_OTHER, KILLED_BY_OWN, PROFILE, exercising
-from harness.runner import Verdict, verify
+from harness.kill_matrix import PROFILE, cell_mark, exercising
+from harness.runner import verify
 from harness.zoo import ZooEntry, discover_named
 
 Cell = tuple[str, str, str, float]  # entry, property, mark, seconds
@@ -38,11 +38,8 @@ def timed_row(entry: ZooEntry) -> list[Cell]:
     cells: list[Cell] = []
     for name in names:
         result = report.results[name]
-        if result.verdict is Verdict.FAIL:
-            mark = KILLED_BY_OWN if name == entry.killed_by else KILLED_BY_OTHER
-        else:
-            mark = _MARK.get(result.verdict, "?")
-        cells.append((entry.short_name, name, mark, result.seconds))
+        cells.append((entry.short_name, name, cell_mark(entry, name, result.verdict),
+                      result.seconds))
     return cells
 
 
@@ -55,10 +52,14 @@ def makespan(costs: Sequence[float], jobs: int) -> float:
     return max(workers)
 
 
+def _costliest(seconds: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(seconds.items(), key=lambda item: -item[1])
+
+
 def summary(cells: Sequence[Cell], jobs: int) -> str:
-    by_mark: Counter[str] = Counter()
+    by_mark: dict[str, float] = defaultdict(float)
     count: Counter[str] = Counter()
-    by_property: Counter[str] = Counter()
+    by_property: dict[str, float] = defaultdict(float)
     by_entry: dict[str, float] = defaultdict(float)
     for entry, name, mark, seconds in cells:
         by_mark[mark] += seconds
@@ -68,14 +69,14 @@ def summary(cells: Sequence[Cell], jobs: int) -> str:
     total = sum(by_mark.values())
     lines = [f"kill matrix cost: {len(by_entry)} entries, {len(cells)} cells, "
              f"{total:.1f} s in the workers"]
-    for mark, seconds in by_mark.most_common():
+    for mark, seconds in _costliest(by_mark):
         lines.append(f"  cells {mark!r}: {count[mark]:4d} cells, {seconds:8.1f} s "
                      f"({100 * seconds / total:.0f} %)")
     lines.append("costliest properties:")
-    for name, seconds in by_property.most_common(10):
+    for name, seconds in _costliest(by_property)[:10]:
         lines.append(f"  {seconds:8.1f} s  {name} ({100 * seconds / total:.0f} %)")
     lines.append("costliest entries:")
-    for entry, seconds in sorted(by_entry.items(), key=lambda item: -item[1])[:10]:
+    for entry, seconds in _costliest(by_entry)[:10]:
         lines.append(f"  {seconds:8.1f} s  {entry}")
     in_order = list(by_entry.values())
     lines.append(

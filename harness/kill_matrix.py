@@ -79,6 +79,13 @@ class Row:
         return "survived"
 
 
+def cell_mark(entry: ZooEntry, name: str, verdict: Verdict) -> str:
+    """The matrix's mark for property ``name``'s ``verdict`` on ``entry``."""
+    if verdict is Verdict.FAIL:
+        return KILLED_BY_OWN if name == entry.killed_by else KILLED_BY_OTHER
+    return _MARK.get(verdict, "?")
+
+
 def run_entry(entry: ZooEntry) -> Row:
     """Run every property exercising the entry's components against it."""
     registry = registered_properties()
@@ -89,10 +96,7 @@ def run_entry(entry: ZooEntry) -> Row:
     errors: dict[str, str] = {}
     for name in names:
         result = report.results[name]
-        if result.verdict is Verdict.FAIL:
-            cells[name] = KILLED_BY_OWN if name == entry.killed_by else KILLED_BY_OTHER
-        else:
-            cells[name] = _MARK.get(result.verdict, "?")
+        cells[name] = cell_mark(entry, name, result.verdict)
         if result.verdict is Verdict.ERROR:
             errors[name] = result.failures[0].message if result.failures else result.detail
     return Row(entry, cells, errors, time.perf_counter() - started)

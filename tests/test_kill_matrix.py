@@ -147,3 +147,18 @@ def test_a_real_row_and_its_rendering() -> None:
     line = next(line for line in table if line.startswith("spl_empty_list_noop"))
     # the K sits under its column's label
     assert line[header.index("SPL-4")] == KILLED_BY_OWN
+
+
+def test_the_cost_benchmark_times_the_cells_the_matrix_marks() -> None:
+    """benchmarks/kill_matrix_cost.py marks each cell as the matrix does (one
+    ``cell_mark``), and its makespan is a process pool's: in order, to whichever worker
+    frees first."""
+    from benchmarks import kill_matrix_cost
+
+    entry = next(e for e in discover() if e.short_name == "hash_no_shape")
+    timed = kill_matrix_cost.timed_row(entry)
+    assert {name: mark for _, name, mark, _ in timed} == run_entry(entry).cells
+    assert all(seconds >= 0 for *_, seconds in timed)
+    assert kill_matrix_cost.makespan([3.0, 1.0, 1.0, 1.0], 2) == 3.0
+    assert kill_matrix_cost.makespan([1.0, 1.0, 3.0], 2) == 4.0
+    assert kill_matrix_cost.makespan([3.0, 1.0, 1.0], 1) == 5.0
