@@ -36,9 +36,17 @@ that does not ask for it.
 
 from __future__ import annotations
 
+import hashlib
+import pickle
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+try:  # POSIX: workers share a run through a lock (_shared); elsewhere each runs its own
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 import pytest
 
@@ -142,19 +150,54 @@ def _seed(config: pytest.Config) -> int | None:
 
 
 @pytest.fixture(scope="session")
-def mmspec_runs(request: pytest.FixtureRequest) -> Callable[[str, str], Report]:
-    """``(adapter, property) -> Report`` of that one property, run once per session."""
+def mmspec_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, str], Report]:
+    """``(adapter, property) -> Report`` of that one property, run once per session —
+    and under pytest-xdist once for all its workers (:func:`_shared`)."""
     profile, seed = _profile(request.config), _seed(request.config)
     cache: dict[tuple[str, str], Report] = {}
+    # xdist's workers share the parent of their own base temporary folders (pytest-xdist's
+    # documented way for session fixtures to run once); without xdist, nothing to share.
+    shared = (
+        tmp_path_factory.getbasetemp().parent / "mmspec-runs"
+        if hasattr(request.config, "workerinput") and fcntl is not None
+        else None
+    )
 
     def run(adapter: str, name: str) -> Report:
         if (adapter, name) not in cache:
-            cache[adapter, name] = verify(
-                adapter, profile, [name], seed=seed, heartbeat=_heartbeat
-            )
+            def once() -> Report:
+                return verify(adapter, profile, [name], seed=seed, heartbeat=_heartbeat)
+
+            key = repr((adapter, name, profile, seed))
+            cache[adapter, name] = once() if shared is None else _shared(shared, key, once)
         return cache[adapter, name]
 
     return run
+
+
+def _shared(folder: Path, key: str, run: Callable[[], Report]) -> Report:
+    """``run()``'s report, computed by the first worker that asks for ``key`` while any
+    other waits on its lock, then read by every later one. xdist's ``load`` sends one
+    machine's clauses round robin to every worker: each would otherwise run the whole
+    machine again. A run that raises writes nothing (the next worker runs it and raises
+    the same). The folder is this pytest run's own (created by pytest, mode 0o700), written
+    only by its workers."""
+    assert fcntl is not None
+    folder.mkdir(exist_ok=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    saved = folder / f"{digest}.pickle"
+    with (folder / f"{digest}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if saved.exists():
+            report: Report = pickle.loads(saved.read_bytes())
+            return report
+        report = run()
+        partial = saved.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(report))
+        partial.replace(saved)
+        return report
 
 
 def _heartbeat(line: str) -> None:
