@@ -221,6 +221,9 @@ def test_clause(
         [("mmspec_verdict", row.verdict.value), ("mmspec_examples", row.examples),
          ("mmspec_profile", report.profile)]
     )
+    scope = report.results[name].scope
+    if scope:  # a pass on less than the whole clause, as the adapter declared
+        request.node.user_properties.append(("mmspec_scope", scope))
     if row.verdict is Verdict.NOT_PROVIDED:
         why = report.results[name].why_not_provided().get(clause, row.implementations)
         pytest.skip(f"{clause}: not provided by {report.adapter_name} ({why})")

@@ -40,6 +40,13 @@ def render(report: Report, replay_options: str = "", states: Collection[str] = (
     lacking = _not_provided(report)
     if lacking:
         lines += ["", "== not provided ==", *lacking]
+    partial = [
+        result.scope_line()
+        for result in report.results.values()
+        if result.scope and result.verdict is not Verdict.NOT_PROVIDED
+    ]
+    if partial:
+        lines += ["", "== judged on what the adapter serves ==", *partial]
     missing = [row for row in report.rows if row.verdict is Verdict.MISSING]
     if missing:
         lines += ["", "== missing property =="]

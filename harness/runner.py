@@ -140,6 +140,8 @@ class PropertyResult:
     set_aside: tuple[str, ...] = ()
     #: Clauses whose optional capability the adapter lacks (``PropertySpec.capabilities``).
     not_provided: tuple[str, ...] = ()
+    #: What the run left out of its clauses, as the adapter declared (``Runnable.scope``).
+    scope: str = ""
 
     def verdict_for(self, clause: str) -> Verdict:
         """This property's verdict on one of its clauses."""
@@ -156,6 +158,10 @@ class PropertyResult:
         if any(f.verdict is Verdict.ERROR for f in self.failures):
             return Verdict.ERROR
         return Verdict.BLOCKED
+
+    def scope_line(self) -> str:
+        """``"NAME (CLAUSES): SCOPE"``: what its run left out, in every report's words."""
+        return f"{self.name} ({', '.join(self.judged or self.clauses)}): {self.scope}"
 
     @property
     def judged(self) -> tuple[str, ...]:
@@ -432,6 +438,7 @@ def _run_once(
         suppressed = (*settings.suppress_health_check, HealthCheck.filter_too_much)
         settings = Settings(settings, suppress_health_check=suppressed)
     started = time.perf_counter()
+    scope = ""  # the built Runnable's, once built
 
     def result(
         verdict: Verdict,
@@ -454,6 +461,7 @@ def _run_once(
                 f"set aside: --set-aside {' '.join(set_aside)}" if set_aside
                 else _REPLAYED_ONE if replay is not None else ""
             ),
+            scope=scope,
         )
 
     try:
@@ -468,6 +476,7 @@ def _run_once(
             _notes(e),
         )
         return result(Verdict.ERROR, failures=(failure,))
+    scope = runnable.scope
     runnable.seed = None if seed is None else property_seed(seed, spec.name)
     runnable.replay = replay
     printed: list[str] = []

@@ -292,6 +292,10 @@ class Runnable:
     machine_class: type[RuleBasedStateMachine] | None = None
     #: For a machine: how many times the profile's ``max_examples`` it runs (:func:`machine`).
     examples_scale: int = 1
+    #: What the run leaves out of its clauses because the adapter declares it does not
+    #: serve it (PFX-7's identity kinds an engine's prefix cache refuses): printed beside
+    #: the verdict, which stays the clause's on what was drawn. Empty: the whole clause.
+    scope: str = ""
 
 
 #: ``Runnable.replay`` for a failure found in an explicit ``@example``, for which

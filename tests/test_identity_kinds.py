@@ -7,7 +7,10 @@ before (the reference's and every zoo entry's runs are unchanged)."""
 
 from __future__ import annotations
 
+from harness.grading.grade import grade
+from harness.grading.rubric import load_rubric
 from harness.isolation import IsolatedSession, Limits
+from harness.report import render
 from harness.runner import Verdict, verify
 from tests.conftest import FIXTURES
 
@@ -21,6 +24,28 @@ def _verdicts(name: str) -> dict[str, Verdict]:
 
 def test_the_kinds_a_hasher_names_are_the_kinds_drawn() -> None:
     assert _verdicts("identity_kinds_limited.py") == {"PFX-7": Verdict.PASS, "PFX-8": Verdict.PASS}
+
+
+def test_the_report_says_which_kinds_were_left_out() -> None:
+    """A pass on the kinds drawn is not a pass on every kind: the report names what the
+    hasher's identity_kinds() left out, beside the verdict, isolated or not; a hasher
+    that serves every kind gets no such line."""
+    ref = str(FIXTURES / "identity_kinds_limited.py")
+    expected = (
+        "pfx_every_identity_kind_keys (PFX-7): drew lora, cache_salt only: the block "
+        "hasher's identity_kinds() leaves out prompt_embeds, which its engine's prefix "
+        "cache does not serve"
+    )
+    for session in (None, IsolatedSession(ref, Limits())):
+        report = verify(ref, "ci", ["PFX-7"], session=session)
+        assert report.results["pfx_every_identity_kind_keys"].verdict is Verdict.PASS
+        text = render(report)
+        assert f"== judged on what the adapter serves ==\n{expected}\n" in text, text
+    whole = render(verify("reference", "ci", ["PFX-7"]))
+    assert "judged on what the adapter serves" not in whole, whole
+    graded = grade(ref, load_rubric(None), "ci", only=["PFX-7"])
+    (item,) = graded.items
+    assert item.summary.endswith(f"; {expected}"), item.summary
 
 
 def test_refusing_a_kind_without_naming_the_others_is_an_error() -> None:

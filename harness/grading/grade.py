@@ -502,7 +502,12 @@ def _item_result(
         ItemStatus.PASSED,
         f"{clauses} clause{'s' if clauses != 1 else ''} hold "
         f"({len(names)} propert{'ies' if len(names) != 1 else 'y'}, {examples} examples)"
-        + _credited_through_stand_ins(names, report),
+        + _credited_through_stand_ins(names, report)
+        + "".join(
+            f"; {report.results[name].scope_line()}"
+            for name in names
+            if report.results[name].scope
+        ),
     )
 
 
