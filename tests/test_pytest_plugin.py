@@ -202,3 +202,24 @@ def test_under_xdist_a_property_runs_once_for_all_workers(tmp_path: Path) -> Non
     assert len(collections.Counter(builds.read_text().split())) == 2, output  # both loaded it
     assert _machine_runs(builds) == 1, output
     assert _outcomes(tmp_path / "xdist.xml") == _outcomes(tmp_path / "serial.xml")
+
+
+def test_a_pass_on_less_than_the_clause_says_so_in_the_junit_file(tmp_path: Path) -> None:
+    """PFX-7 on a block hasher whose identity_kinds() leaves a kind out passes on the kinds
+    drawn, and the item's JUnit properties say which were left out (the report's words)."""
+    (tmp_path / "test_engine.py").write_text(
+        "from harness.pytest_plugin import test_clause  # noqa: F401\n"
+    )
+    junit = tmp_path / "junit.xml"
+    adapter = FIXTURES / "identity_kinds_limited.py"
+    done = _pytest(tmp_path, f"--mmspec-adapter={adapter}", "-k", "PFX-7 or PFX-8",
+                   f"--junitxml={junit}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcomes = _outcomes(junit)
+    outcome, props = outcomes["test_clause[PFX-7:pfx_every_identity_kind_keys]"]
+    assert outcome == "passed" and props["mmspec_verdict"] == "pass"
+    assert props["mmspec_scope"] == (  # the item names its clause and property itself
+        "drew lora, cache_salt only: the block hasher's identity_kinds() leaves out "
+        "prompt_embeds, which its engine's prefix cache does not serve"
+    ), props
+    assert "mmspec_scope" not in outcomes["test_clause[PFX-8:pfx_no_identity_kind_confusion]"][1]
