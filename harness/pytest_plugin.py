@@ -36,10 +36,11 @@ that does not ask for it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import pickle
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,8 @@ def mmspec_runs(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Callable[[str, str], Report]:
     """``(adapter, property) -> Report`` of that one property, run once per session —
-    and under pytest-xdist once for all its workers (:func:`_shared`)."""
+    and under pytest-xdist once for all its workers (:func:`_shared`), which share the
+    runs out between them (:func:`_run_ahead`)."""
     profile, seed = _profile(request.config), _seed(request.config)
     cache: dict[tuple[str, str], Report] = {}
     # xdist's workers share the parent of their own base temporary folders (pytest-xdist's
@@ -165,39 +167,99 @@ def mmspec_runs(
         else None
     )
 
-    def run(adapter: str, name: str) -> Report:
-        if (adapter, name) not in cache:
-            def once() -> Report:
-                return verify(adapter, profile, [name], seed=seed, heartbeat=_heartbeat)
+    def once(adapter: str, name: str) -> Callable[[], Report]:
+        return lambda: verify(adapter, profile, [name], seed=seed, heartbeat=_heartbeat)
 
-            key = repr((adapter, name, profile, seed))
-            cache[adapter, name] = once() if shared is None else _shared(shared, key, once)
+    def key(adapter: str, name: str) -> str:
+        return repr((adapter, name, profile, seed))
+
+    def run(adapter: str, name: str) -> Report:
+        if shared is not None and not cache:
+            needed = _needed(request.session.items, request.config)
+            made = _run_ahead(shared, [(key(*n), once(*n)) for n in needed])
+            cache.update((needed[index], report) for index, report in made.items())
+        if (adapter, name) not in cache:
+            cache[adapter, name] = (
+                once(adapter, name)()
+                if shared is None
+                else _shared(shared, key(adapter, name), once(adapter, name))
+            )
         return cache[adapter, name]
 
     return run
+
+
+def _needed(items: list[pytest.Item], config: pytest.Config) -> list[tuple[str, str]]:
+    """The ``(adapter, property)`` runs the session's items of :func:`test_clause` read,
+    in their order. Every xdist worker collects (and deselects) the same items."""
+    needed: dict[tuple[str, str], None] = {}
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        row = callspec.params.get("mmspec_row") if callspec is not None else None
+        adapter = _adapter(config, getattr(item, "module", None))
+        if isinstance(row, tuple) and adapter is not None:
+            needed[adapter, str(row[1])] = None
+    return list(needed)
+
+
+def _run_ahead(folder: Path, runs: list[tuple[str, Callable[[], Report]]]) -> dict[int, Report]:
+    """Under xdist, the first item of the plugin's on each worker runs every property
+    that no worker has run or is running, in order, so that the workers share the runs
+    out between them instead of one waiting for the other at each machine: a property
+    whose lock another worker holds, or whose run is saved, is skipped. Returns the runs
+    it made, by index. A run that raises is skipped too: the item that needs it runs it
+    again and reports the error where it belongs."""
+    made = {}
+    for index, (key, run) in enumerate(runs):
+        with _locked(folder, key, wait=False) as saved:
+            if saved is None or saved.exists():
+                continue
+            try:
+                made[index] = _saved(saved, run)
+            except Exception:  # noqa: BLE001 - reported by the item that needs the run
+                continue
+    return made
 
 
 def _shared(folder: Path, key: str, run: Callable[[], Report]) -> Report:
     """``run()``'s report, computed by the first worker that asks for ``key`` while any
     other waits on its lock, then read by every later one. xdist's ``load`` sends one
     machine's clauses round robin to every worker: each would otherwise run the whole
-    machine again. A run that raises writes nothing (the next worker runs it and raises
-    the same). The folder is this pytest run's own (created by pytest, mode 0o700), written
-    only by its workers."""
-    assert fcntl is not None
-    folder.mkdir(exist_ok=True)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
-    saved = folder / f"{digest}.pickle"
-    with (folder / f"{digest}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    machine again. A run that raises saves nothing (the next worker runs it and raises
+    the same)."""
+    with _locked(folder, key, wait=True) as saved:
+        assert saved is not None
         if saved.exists():
             report: Report = pickle.loads(saved.read_bytes())
             return report
-        report = run()
-        partial = saved.with_suffix(".partial")
-        partial.write_bytes(pickle.dumps(report))
-        partial.replace(saved)
-        return report
+        return _saved(saved, run)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path, key: str, wait: bool) -> Iterator[Path | None]:
+    """Holding ``key``'s lock, the path of its saved run (which may not exist yet); None,
+    when not ``wait``ing, if another worker holds it. The folder is this pytest run's own
+    (under the base temporary folder pytest creates, mode 0o700), written only by its
+    workers."""
+    assert fcntl is not None
+    folder.mkdir(exist_ok=True)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:32]
+    with (folder / f"{digest}.lock").open("w") as lock:  # the lock goes with the file
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        yield folder / f"{digest}.pickle"
+
+
+def _saved(path: Path, run: Callable[[], Report]) -> Report:
+    """``run()``, saved to ``path`` whole or not at all."""
+    report = run()
+    partial = path.with_suffix(".partial")
+    partial.write_bytes(pickle.dumps(report))
+    partial.replace(path)
+    return report
 
 
 def _heartbeat(line: str) -> None:

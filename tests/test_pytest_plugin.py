@@ -151,8 +151,9 @@ def test_a_malformed_adapter_is_one_usage_error(tmp_path: Path, named_by: str) -
     assert "InjectOnlySplice lacks method merge" in junit.read_text()
 
 
-#: The reference with its encoder cache manager's factory writing down which process
-#: built each one: a property that builds it ran in those processes.
+#: The reference with its encoder cache manager's and item cache's factories writing down
+#: which process built each one: a machine that builds them ran in those processes (their
+#: machines build nothing of each other's).
 COUNTING_ADAPTER = """\
 import os
 from dataclasses import replace
@@ -163,44 +164,56 @@ from reference.adapter import ADAPTER as REFERENCE
 BUILDS = Path(__file__).with_name("builds.log")
 
 
-def manager(capacity):
-    with BUILDS.open("a") as log:
-        log.write(f"{os.getpid()}\\n")
-    return REFERENCE.encoder_cache_manager(capacity)
+def counted(kind, factory):
+    def build(*args):
+        with BUILDS.open("a") as log:
+            log.write(f"{kind}:{os.getpid()}\\n")
+        return factory(*args)
+
+    return build
 
 
-ADAPTER = replace(REFERENCE, name="counting", encoder_cache_manager=manager)
+ADAPTER = replace(
+    REFERENCE,
+    name="counting",
+    encoder_cache_manager=counted("ecm", REFERENCE.encoder_cache_manager),
+    item_cache=counted("fic", REFERENCE.item_cache),
+)
 """
 
 
-def _machine_runs(builds: Path) -> int:
-    """How many processes ran the machine: built more managers than the one every
-    process builds when it loads the adapter (the loader's check of each factory)."""
-    per_process = collections.Counter(builds.read_text().split())
+def _machine_runs(builds: Path, kind: str) -> int:
+    """How many processes ran the machine of ``kind``'s component: a run builds one per
+    program (at least 100 in ``ci``), where loading the adapter builds one (the loader's
+    check of each factory: at collection, and again in each process's own runs)."""
+    per_process = collections.Counter(
+        line for line in builds.read_text().split() if line.startswith(f"{kind}:")
+    )
     assert per_process and min(per_process.values()) >= 1
-    return sum(1 for count in per_process.values() if count > 1)
+    return sum(1 for count in per_process.values() if count >= 100)
 
 
 def test_under_xdist_a_property_runs_once_for_all_workers(tmp_path: Path) -> None:
     """A team's ``pytest -n 2``: the clauses of one machine land on both workers (xdist's
-    ``load`` sends items round robin), and the machine runs in one of them, once; the
+    ``load`` sends items round robin), and each machine runs in one of them, once; the
     other reads that run. The outcomes are those of a run without xdist."""
     (tmp_path / "counting.py").write_text(COUNTING_ADAPTER)
     (tmp_path / "test_engine.py").write_text(
         "from harness.pytest_plugin import test_clause  # noqa: F401\n"
     )
     builds = tmp_path / "builds.log"
-    select = ("--mmspec-adapter=counting.py", "-k", "EncoderCacheMachine")
+    select = ("--mmspec-adapter=counting.py", "-k", "EncoderCacheMachine or ItemCacheMachine")
     serial = _pytest(tmp_path, *select, f"--junitxml={tmp_path / 'serial.xml'}")
     assert serial.returncode == 0, serial.stdout + serial.stderr
-    assert _machine_runs(builds) == 1
+    assert (_machine_runs(builds, "ecm"), _machine_runs(builds, "fic")) == (1, 1)
     builds.unlink()
     done = _pytest(tmp_path, *select, "-n", "2", "-v", f"--junitxml={tmp_path / 'xdist.xml'}")
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert "[gw0]" in output and "[gw1]" in output, output  # the rows went to both
-    assert len(collections.Counter(builds.read_text().split())) == 2, output  # both loaded it
-    assert _machine_runs(builds) == 1, output
+    loaded = {line.split(":")[1] for line in builds.read_text().split()}
+    assert len(loaded) == 2, output  # both workers loaded the adapter
+    assert (_machine_runs(builds, "ecm"), _machine_runs(builds, "fic")) == (1, 1), output
     assert _outcomes(tmp_path / "xdist.xml") == _outcomes(tmp_path / "serial.xml")
 
 
