@@ -21,6 +21,8 @@ workers):
   ``ecm_evicts_one_short``: ECM-5), its reproducer verified;
 - ``plugin``: ``pytest -p harness.pytest_plugin --mmspec-adapter=reference`` in a folder
   outside the checkout (the installed wheel runs the same code: tests/test_wheel.py);
+- ``plugin-xdist``: the same with pytest-xdist's ``-n 2``, as a team running its tests
+  in two workers would (not in the default set);
 - ``replay``: a failure's one-example replay line (``--replay VERSION:BLOB``: the
   failing build's shrunk ECM-5 test case), pasted into a shell in a folder outside the
   checkout (issue 33 asks under 2 s);
@@ -112,12 +114,12 @@ def _grade(adapter: str, scratch: Path) -> list[list[str]]:
              "--reproducers", str(scratch / "reproducers"), "--out", str(scratch / "report.txt")]]
 
 
-def _plugin(scratch: Path) -> list[list[str]]:
+def _plugin(scratch: Path, *options: str) -> list[list[str]]:
     folder = scratch / "team"
     folder.mkdir(exist_ok=True)
     (folder / "test_mmspec.py").write_text(PLUGIN_TEST, encoding="utf-8")
     return [[PYTHON, "-m", "pytest", "-q", "-p", "harness.pytest_plugin",
-             "--mmspec-adapter=reference", "-p", "no:cacheprovider", str(folder)]]
+             "--mmspec-adapter=reference", "-p", "no:cacheprovider", *options, str(folder)]]
 
 
 def _replay(scratch: Path) -> list[list[str]]:
@@ -141,6 +143,7 @@ PATHS: dict[str, Callable[[Path], list[list[str]]]] = {
     "grade": lambda s: _grade("reference", s),
     "grade-failing": lambda s: _grade(FAILING_BUILD, s),
     "plugin": _plugin,
+    "plugin-xdist": lambda s: _plugin(s, "-n", "2"),
     "replay": _replay,
     "kill-matrix": lambda _s: [[PYTHON, "-m", "harness.kill_matrix"]],
     "make-test": lambda _s: [["make", "--no-print-directory", "test"]],
@@ -153,7 +156,7 @@ def measure(path: str, before: float, log: Path) -> tuple[Figure, float]:
     it) and a yardstick run just after it, which is returned for the next path."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        cwd = folder if path in ("plugin", "replay") else ROOT
+        cwd = folder if path in ("plugin", "plugin-xdist", "replay") else ROOT
         wall, cpu, status = _timed(PATHS[path](folder), cwd, _env(), log)
     after = yardstick()
     unit = (before + after) / 2
