@@ -3,8 +3,8 @@
 For every zoo entry, every property that exercises a component the entry replaces (its
 ``subject`` or ``uses`` meets the entry's ADAPTER fields) runs against it under the
 ``mutation`` profile: derandomized and without shrinking, since a kill only has to
-happen, not be explained (``tests/test_zoo.py`` shrinks each entry's named kill in
-``ci``). Each cell is one of
+happen, not be explained (``tests/test_zoo.py`` checks that each entry's named kill is
+the first failure of ``ci``'s search, on the clause it breaks). Each cell is one of
 
 - ``K`` the entry's own KILLED_BY failed on a clause assertion, ``k`` another property did;
 - ``E`` an exception escaped the implementation (ERROR): no clause verdict;
