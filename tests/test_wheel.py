@@ -362,6 +362,15 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
     assert "1 failed, 1 skipped" in buggy.stdout, buggy.stdout  # SPL-4: splice not provided
     junit = (engine / "junit.xml").read_text(encoding="utf-8")
     assert 'name="test_clause[ECM-5:EncoderCacheMachine]"' in junit and "<failure" in junit
+    # the same under pytest-xdist (a team's `pytest -n 2`): the workers share the runs
+    # through the run's temporary folder, and the outcomes are the one process's
+    shared = _run([*python, "-m", "pytest", "--mmspec-adapter=newest_first.py", *select,
+                   "-n", "2", "--junitxml", str(engine / "xdist.xml")],
+                  cwd=engine, env=env, timeout=300)
+    assert shared.returncode == 1, shared.stdout + shared.stderr
+    assert "FAILED test_mmspec.py::test_clause[ECM-5:EncoderCacheMachine]" in shared.stdout
+    assert _outcomes(engine / "xdist.xml") == _outcomes(engine / "junit.xml")
+    assert "replay:" in (engine / "xdist.xml").read_text(encoding="utf-8")
 
     # beside the team's own Hypothesis profile named ci (issue 33, item 1): the team's stays
     # its own, and mmspec's verdicts and example counts are the same with and without it
