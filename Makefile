@@ -71,8 +71,12 @@ $(VENV)/.torch: $(VENV)/.installed pyproject.toml
 
 torch: $(VENV)/.torch
 
+# TORCH_JOBS: one process unless told, since the adapter runs on cuda where it is
+# available and a process that has initialised CUDA cannot fork one that uses it; on the
+# CPU build, forked jobs give the same report (.ci/run: TORCH_JOBS=2, about half the wall).
+TORCH_JOBS ?= 1
 verify-torch: $(VENV)/.torch
-	$(RUN) -m properties verify --adapter adapters/torch --profile $(PROFILE)
+	$(RUN) -m properties verify --adapter adapters/torch --profile $(PROFILE) --jobs $(TORCH_JOBS)
 
 bench-torch: $(VENV)/.torch
 	$(RUN) benchmarks/splice_bench.py
