@@ -273,8 +273,10 @@ crosshair: $(CROSSHAIR_VENV)/.installed
 crosshair-rejections: $(CROSSHAIR_VENV)/.installed
 	$(CROSSHAIR_RUN) -m contracts --rejections $(if $(ONLY),--only $(ONLY))
 
+# the contracts' tests in JOBS processes (pytest-xdist; each contract's search is bounded by
+# iterations, not time: the same outcomes, 65.6 -> 34.5 s wall on two cores)
 crosshair-ci: $(CROSSHAIR_VENV)/.installed
-	$(CROSSHAIR_RUN) -m pytest -q tests/test_crosshair_contracts.py
+	$(CROSSHAIR_RUN) -m pytest -q -n $(JOBS) --dist worksteal tests/test_crosshair_contracts.py
 
 crosshair-properties: $(CROSSHAIR_VENV)/.installed
 	CROSSHAIR_SMT_RLIMIT=2000000 $(CROSSHAIR_RUN) -m properties verify --adapter $(ADAPTER) \
