@@ -42,7 +42,7 @@ import pickle
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 try:  # POSIX: workers share a run through a lock (_shared); elsewhere each runs its own
     import fcntl
@@ -57,6 +57,9 @@ from harness.profiles import DEFAULT_PROFILE, PROFILES, ProfileUnavailableError,
 from harness.report import render
 from harness.runner import ACCEPTED, Report, Verdict, plan, verify
 from spec.clauses import load_clauses
+
+#: What a shared run gives (a verify Report here; a grade in the project's tests).
+_R = TypeVar("_R")
 
 _ADAPTER_OPTION = "--mmspec-adapter"
 _PROFILE_OPTION = "--mmspec-profile"
@@ -225,16 +228,16 @@ def _run_ahead(folder: Path, runs: list[tuple[str, Callable[[], Report]]]) -> di
     return made
 
 
-def _shared(folder: Path, key: str, run: Callable[[], Report]) -> Report:
+def _shared(folder: Path, key: str, run: Callable[[], _R]) -> _R:
     """``run()``'s report, computed by the first worker that asks for ``key`` while any
     other waits on its lock, then read by every later one. xdist's ``load`` sends one
     machine's clauses round robin to every worker: each would otherwise run the whole
     machine again. A run that raises saves nothing (the next worker runs it and raises
-    the same)."""
+    the same). (The project's own tests share their slowest grades the same way.)"""
     with _locked(folder, key, wait=True) as saved:
         assert saved is not None
         if saved.exists():
-            report: Report = pickle.loads(saved.read_bytes())
+            report: _R = pickle.loads(saved.read_bytes())
             return report
         return _saved(saved, run)
 
@@ -257,7 +260,7 @@ def _locked(folder: Path, key: str, wait: bool) -> Iterator[Path | None]:
         yield folder / f"{digest}.pickle"
 
 
-def _saved(path: Path, run: Callable[[], Report]) -> Report:
+def _saved(path: Path, run: Callable[[], _R]) -> _R:
     """``run()``, saved to ``path`` whole or not at all."""
     report = run()
     partial = path.with_suffix(".partial")
