@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import settings
 
+from harness import pytest_plugin as mmspec_plugin
 from harness.profiles import DEFAULT_PROFILE, profile_settings
 
 # harness.profiles registers no global profile (the plugin must not touch a team's): this
@@ -45,3 +48,27 @@ def run_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
         timeout=timeout,
         check=False,
     )
+
+
+_T = TypeVar("_T")
+#: Under pytest-xdist, names this pytest run's folder through which the workers share the
+#: slow results several tests read (:func:`_share_runs_across_workers` sets it). An
+#: environment variable, not a global: pytest imports this file as ``conftest`` and the
+#: tests import it as ``tests.conftest``, two modules with globals of their own.
+SHARED_RUNS_ENV = "MMSPEC_TESTS_SHARED_RUNS"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _share_runs_across_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") and mmspec_plugin.fcntl is not None:
+        folder = tmp_path_factory.getbasetemp().parent / "mmspec-shared-runs"
+        os.environ[SHARED_RUNS_ENV] = str(folder)
+
+
+def once_across_workers(key: str, run: Callable[[], _T]) -> _T:
+    """``run()``, made once for every test of this pytest run that asks for ``key``: in
+    one process the caller's cache does that; under pytest-xdist, two tests reading one
+    grade may run on two workers, and the first to ask runs it while the other waits,
+    then reads it (pickled; the plugin's way, :func:`harness.pytest_plugin._shared`)."""
+    folder = os.environ.get(SHARED_RUNS_ENV)
+    return mmspec_plugin._shared(Path(folder), key, run) if folder else run()

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import pytest_plugin
 from harness.grading.formats import render
 from harness.grading.formats.common import reproducer_outcome, run_line
 from harness.grading.grade import GradeReport, grade
 from harness.grading.reproducer import Verification, _runtime_source, verify_script
 from harness.grading.rubric import load_rubric
 from harness.isolation import Limits
-from harness.pytest_plugin import _shared
+from tests.conftest import once_across_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = load_rubric(None)
@@ -69,28 +68,15 @@ def _run_outside(script: Path, folder: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-#: Under pytest-xdist, the folder the workers share their grades through (this pytest
-#: run's own, set by :func:`_share_grades_across_workers`); empty otherwise.
-_SHARED: list[Path] = []
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _share_grades_across_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
-    if os.environ.get("PYTEST_XDIST_WORKER") and pytest_plugin.fcntl is not None:
-        _SHARED[:] = [tmp_path_factory.getbasetemp().parent / "mmspec-graded"]
-
-
 @functools.cache
 def _graded(name: str, only: tuple[str, ...]) -> GradeReport:
-    """Graded once per test run: several tests read one entry's grade, and under
-    pytest-xdist they may run on different workers — the first to ask grades it while
-    the other waits, then reads it (the plugin's way, :func:`harness.pytest_plugin._shared`;
-    an isolated engine item takes minutes)."""
+    """Graded once per test run, also when the tests reading one entry's grade run on
+    two xdist workers (an isolated engine item takes minutes)."""
 
     def run() -> GradeReport:
         return grade(f"adapters.zoo.{name}", RUBRIC, "ci", only=only, isolation=Limits())
 
-    return _shared(_SHARED[0], f"{name}:{','.join(only)}", run) if _SHARED else run()
+    return once_across_workers(f"graded {name} {','.join(only)}", run)
 
 
 #: Entries whose failing calls the reference cannot replay (methods it lacks): checked

@@ -13,6 +13,7 @@ from harness.grading.grade import ItemStatus, grade
 from harness.grading.rubric import load_rubric
 from harness.report import render
 from harness.runner import Report, Verdict, verify
+from tests.conftest import once_across_workers
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO_BUGS = "tests/fixtures/two_cache_bugs.py"
@@ -21,7 +22,9 @@ ECM = ("ECM-1", "ECM-2", "ECM-3", "ECM-4", "ECM-5", "ECM-6", "ECM-7", "ECM-8", "
 
 @functools.cache
 def two_bugs_report() -> Report:
-    return verify(TWO_BUGS, "ci", ["EncoderCacheMachine"])
+    return once_across_workers(
+        "two bugs", lambda: verify(TWO_BUGS, "ci", ["EncoderCacheMachine"])
+    )
 
 
 def test_two_bugs_fail_two_clauses_and_the_others_are_judged() -> None:
