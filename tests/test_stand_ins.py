@@ -21,7 +21,7 @@ import pytest
 from harness.grading.reproducer import REFERENCE_LINE, verify_script
 from harness.isolation import IsolatedSession, Limits, wire
 from harness.isolation.sandbox import SandboxUser
-from harness.isolation.standins import StandIns
+from harness.isolation.standins import StandInChannel, StandIns
 from harness.runner import Report, Verdict, verify
 from reference.adapter import ADAPTER as REFERENCE
 from spec.types import SchedulerConfig
@@ -88,7 +88,7 @@ def test_the_grader_builds_only_what_the_adapter_lacks_and_answers_only_its_prot
     cache = stand_ins.tracked("encoder_cache_manager", REFERENCE.encoder_cache_manager)(8)
     number = _held(stand_ins, cache)
     assert stand_ins.serve(("callback", "get", number, "num_free_slots"), _no_child_proxy) \
-        == ("ok", 8)
+        == ("ok", 8, ((number, {"num_free_slots": 8}),))
     for member in ("_entries", "__class__", "__dict__", "merge"):
         reply = stand_ins.serve(("callback", "get", number, member), _no_child_proxy)
         assert reply[0] == "bad", (member, reply)
@@ -109,3 +109,68 @@ def test_a_reproducer_that_needs_the_reference_is_not_run_as_the_sandbox_user() 
     result = verify_script(script, "repro.py", limits)
     assert result.skipped and not result.reproduces
     assert "the sandbox keeps the reference from the submission's user" in result.detail
+
+
+class _Link:
+    """The child's end of the socket, with the grader's StandIns behind it in this
+    process: every frame through the wire's own check, the callbacks counted."""
+
+    def __init__(self, stand_ins: StandIns) -> None:
+        self.stand_ins = stand_ins
+        self.sent: list[str] = []
+
+    def callback(self, *message: Any) -> Any:
+        self.sent.append(f"{message[0]} {message[2] if message[0] != 'build' else ''}")
+        frame = wire.decode_frame(wire.encode_frame(("callback", *message))[wire.HEADER_SIZE:])
+        reply = self.stand_ins.serve(frame, _no_child_proxy)
+        return wire.decode_frame(wire.encode_frame(reply)[wire.HEADER_SIZE:])
+
+
+def test_a_read_comes_with_the_reads_asked_before_and_is_never_stale() -> None:
+    """An engine's snapshot reads four members of three stand-ins in a row: after the
+    first time, the grader sends them with the first read's reply, and the child answers
+    the others from it until it sends the grader anything, or the grader sends it a
+    request (the stand-ins may have changed since)."""
+    assert REFERENCE.encoder is not None and REFERENCE.worker_store is not None
+    stand_ins = StandIns({"encoder": REFERENCE.encoder, "worker_store": REFERENCE.worker_store})
+    link = _Link(stand_ins)
+    channel = StandInChannel(link, wire.to_wire, lambda data: channel.proxy(data))  # type: ignore[arg-type]
+    encoder, store = channel.build("encoder", (4,)), channel.build("worker_store", ())
+
+    def snapshot() -> tuple[int, frozenset[str]]:
+        return encoder.num_calls, store.held_hashes()
+
+    link.sent.clear()
+    assert snapshot() == (0, frozenset())
+    assert link.sent == ["get num_calls", "call held_hashes"]  # nothing asked before
+    channel.forget_reads()  # the grader's next request (the child does this first)
+    link.sent.clear()
+    assert snapshot() == (0, frozenset())
+    assert link.sent == ["get num_calls"]  # held_hashes() came with it
+    link.sent.clear()
+    assert snapshot() == (0, frozenset())
+    assert link.sent == []  # nothing sent since, so nothing changed
+    encoder.encode(b"image", 2)
+    link.sent.clear()
+    assert snapshot() == (1, frozenset())  # the call sent: asked again, never stale
+    assert link.sent == ["get num_calls"]
+    channel.forget_reads()
+    link.sent.clear()
+    assert store.held_hashes() == frozenset()
+    assert link.sent == ["call held_hashes"]
+
+
+def test_the_child_forgets_the_reads_at_every_request_of_the_graders() -> None:
+    """Between two requests the grader may change a stand-in itself (the scheduling
+    machines call the cache manager they hand the submission's hook): reads sent before
+    a request are never answered after it."""
+    import socket
+
+    from harness.isolation.child import _Child
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        child = _Child(theirs)
+        child.channel._reads = {1: {"num_free_slots": 8}}
+        reply = child.serve(("get", [], 99, "num_free_slots"))  # any request at all
+        assert reply[0] == "bad" and child.channel._reads == {}, reply

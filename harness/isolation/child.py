@@ -132,6 +132,7 @@ class _Child:
             return ("bad", f"{type(e).__name__}: {e}")
 
     def answer(self, request: Any) -> tuple[Any, ...]:
+        self.channel.forget_reads()
         op, drops = request[0], request[1]
         for handle in drops:
             gone = self.handles.pop(handle, None)

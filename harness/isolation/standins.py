@@ -17,7 +17,13 @@ grader waits for the child's reply:
   number, member)``: a member of the component's Protocol (or of an extension Protocol
   the object meets) and nothing else, on an object the grader handed out;
 - grader -> child ``("callback_reply", reply)``, the reply shaped as the child's own
-  (``("ok", value)``, ``("raise", ...)``, ``("bad", message)``).
+  (``("ok", value)``, ``("raise", ...)``, ``("bad", message)``). The reply to a read (a
+  property, or a query: :data:`STAND_IN_READS`) is ``("ok", value, reads)``: ``reads``
+  holds every read of every stand-in handed out, as they are now, and the child answers
+  the reads that follow from it until it sends the grader anything (an engine's
+  ``snapshot`` reads four members of three parts in a row: one round trip, not four).
+  Nothing else changes them: the grader runs only while the child waits on it, and the
+  reference's reads only read.
 
 A stand-in's method may be handed one of the child's components (the reference's
 scheduling hook, standing in beside the submission's engine loop and cache manager, is
@@ -43,7 +49,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.isolation import wire
-from harness.isolation.extensions import extension_members, extension_protocols
+from harness.isolation.extensions import (
+    extension_members,
+    extension_protocols,
+    observed_properties,
+    query_name,
+)
 from harness.isolation.proxy import Proxy, proxy_class, rebuilt_error
 from harness.loader import protocol_members
 from spec.adapter import COMPONENTS, EngineParts
@@ -81,6 +92,23 @@ def _members(component: str, extras: tuple[str, ...]) -> Mapping[str, Any]:
     return MappingProxyType(members)
 
 
+#: How many stand-ins' reads a reply carries (an engine's parts have three with reads).
+RECENT_STAND_INS = 3
+
+#: The reference's queries (methods without arguments that only read state) sent along
+#: with every read, beside its properties and :data:`.extensions.OBSERVED_QUERIES`.
+STAND_IN_READS: dict[str, tuple[str, ...]] = {"worker_store": ("held_hashes",)}
+
+
+@functools.cache
+def _reads(component: str, extras: tuple[str, ...]) -> tuple[str, ...]:
+    """What a stand-in of ``component`` with ``extras`` answers along with a read: its
+    properties and its queries (as :func:`.extensions.query_name`)."""
+    declared = _members(component, extras)
+    queries = [query_name(q) for q in STAND_IN_READS.get(component, ()) if q in declared]
+    return (*observed_properties(component, extras), *queries)
+
+
 @functools.cache
 def _extension_members(component: str) -> frozenset[str]:
     return frozenset(n for p in extension_protocols(component) for n in protocol_members(p))
@@ -114,6 +142,12 @@ class StandIns:
         self._components: dict[int, tuple[Callable[[], object], str]] = {}
         #: the child's components handed to a stand-in, as proxies (by child handle)
         self._child_proxies: dict[int, Proxy] = {}
+        #: the stand-ins with reads the child used or had built last, oldest first (a
+        #: property builds hundreds of engines; a reply carries the current one's reads)
+        self._recent: dict[int, None] = {}
+        #: (component, read) the child has asked for: the reads a reply carries (an
+        #: engine's snapshot reads 4 of its parts' 28)
+        self._asked: set[tuple[str, str]] = set()
 
     def clear(self) -> None:
         """Forget every stand-in (a new property, or a new child)."""
@@ -121,6 +155,8 @@ class StandIns:
         self._numbers.clear()
         self._components.clear()
         self._child_proxies.clear()
+        self._recent.clear()
+        self._asked.clear()
 
     def tracked(self, component: str, factory: Callable[..., Any]) -> Callable[..., Any]:
         """``factory``, its products known as stand-ins of ``component``."""
@@ -186,9 +222,13 @@ class StandIns:
             if not isinstance(args, tuple):
                 raise wire.WireError("a build's arguments are a tuple")
             product = self.tracked(frame[2], self.factories[frame[2]])(*args)
-            return ("ok", self.reference_of(product))
+            reference = self.reference_of(product)
+            assert reference is not None
+            self._used(reference[1])
+            return ("ok", reference)
         if op in ("call", "get") and type(frame[2]) is int and frame[2] in self._objects:
             target, component, extras = self._objects[frame[2]]
+            self._used(frame[2])
             member = frame[3] if len(frame) > 3 else None
             declared = _members(component, extras).get(member) if type(member) is str else None
             if declared is None:
@@ -196,16 +236,54 @@ class StandIns:
             assert isinstance(member, str)
             if op == "get" and len(frame) == 4 and isinstance(declared, property):
                 value = getattr(target, member)
+                read = True
+                self._asked.add((component, member))
             elif op == "call" and len(frame) == 6 and not isinstance(declared, property):
                 args = wire.from_wire(frame[4], resolve)
                 kwargs = wire.from_wire(frame[5], resolve)
                 if not isinstance(args, tuple) or not isinstance(kwargs, dict):
                     raise wire.WireError("a call's arguments are a tuple and a dict")
                 value = getattr(target, member)(*args, **kwargs)
+                read = not args and not kwargs and query_name(member) in _reads(component, extras)
+                if read:
+                    self._asked.add((component, query_name(member)))
             else:
                 raise wire.WireError(f"a malformed {op} of {component}.{member}")
-            return ("ok", wire.to_wire(value, handle_of=self.reference_of))
+            encoded = wire.to_wire(value, handle_of=self.reference_of)
+            return ("ok", encoded, self.reads()) if read else ("ok", encoded)
         raise wire.WireError(f"unknown callback {op!r}")
+
+    def _used(self, number: int) -> None:
+        _target, component, extras = self._objects[number]
+        if _reads(component, extras):
+            self._recent.pop(number, None)
+            self._recent[number] = None
+            if len(self._recent) > RECENT_STAND_INS:
+                del self._recent[next(iter(self._recent))]
+
+    def reads(self) -> tuple[tuple[int, dict[str, Any]], ...]:
+        """The reads the child asked for before, of the stand-ins used last, encoded:
+        (number, name -> value) pairs (a frame's dicts have string keys). A read that
+        raises is left out (the child asks for it, and gets the error)."""
+        found: list[tuple[int, dict[str, Any]]] = []
+        for number in self._recent:
+            target, component, extras = self._objects[number]
+            values: dict[str, Any] = {}
+            found.append((number, values))
+            for name in _reads(component, extras):
+                if (component, name) not in self._asked:
+                    continue
+                try:
+                    query = name.endswith("()")
+                    value = getattr(target, name[:-2])() if query else getattr(target, name)
+                    values[name] = wire.to_wire(value, handle_of=self.reference_of)
+                except Exception:  # noqa: BLE001, S112 - asked for alone, it raises there
+                    continue
+        return tuple(found)
+
+
+#: A read the grader did not send.
+_UNREAD = object()
 
 
 def _itself(value: object) -> object:
@@ -258,6 +336,13 @@ class StandInChannel:
         self.encode = encode
         self.resolve = resolve
         self._proxies: dict[int, Proxy] = {}
+        #: the reads the grader sent with its last reply (see the module's docstring):
+        #: good until the child sends it anything, or it sends the child a request
+        self._reads: dict[int, dict[str, Any]] = {}
+
+    def forget_reads(self) -> None:
+        """A request from the grader: the stand-ins may have changed since."""
+        self._reads = {}
 
     def proxy(self, data: tuple[Any, ...]) -> Proxy:
         """The proxy of a ``HELD`` reference (one per stand-in, so ``is`` holds)."""
@@ -267,13 +352,17 @@ class StandInChannel:
         return self._proxies[number]
 
     def build(self, component: str, args: tuple[Any, ...]) -> Any:
-        return self._value(self.link.callback("build", component, wire.to_wire(args)))
+        return self._value(self._callback("build", component, wire.to_wire(args)))
 
     def call(
         self, proxy: Proxy, member: str, args: tuple[Any, ...], kwargs: dict[str, Any],
         check: Check,
     ) -> Any:
-        reply = self.link.callback(
+        if not args and not kwargs:
+            known = self._reads.get(proxy._handle, {}).get(query_name(member), _UNREAD)
+            if known is not _UNREAD:
+                return wire.from_wire(known, self.resolve)
+        reply = self._callback(
             "call", proxy._handle, member, self.encode(args), self.encode(kwargs)
         )
         return self._value(reply)
@@ -281,7 +370,19 @@ class StandInChannel:
     def get(self, proxy: Proxy, member: str, check: Check) -> Any:
         if member.endswith("()"):  # an observed query (extensions.OBSERVED_QUERIES)
             return self.call(proxy, member[:-2], (), {}, check)
-        return self._value(self.link.callback("get", proxy._handle, member))
+        known = self._reads.get(proxy._handle, {}).get(member, _UNREAD)
+        if known is not _UNREAD:  # decoded anew: a read never shares an object
+            return wire.from_wire(known, self.resolve)
+        return self._value(self._callback("get", proxy._handle, member))
+
+    def _callback(self, *message: Any) -> Any:
+        """One callback's reply; the reads it brings replace the last ones (requests the
+        grader made while it served this callback may have changed those)."""
+        self._reads = {}
+        reply = self.link.callback(*message)
+        if isinstance(reply, tuple) and len(reply) == 3 and isinstance(reply[2], tuple):
+            self._reads = dict(reply[2])
+        return reply
 
     def call_each(
         self, proxy: Proxy, member: str, calls: Iterable[tuple[Any, ...]], check: Check
@@ -294,7 +395,7 @@ class StandInChannel:
 
     def _value(self, reply: Any) -> Any:
         kind = reply[0] if isinstance(reply, tuple) and reply else None
-        if kind == "ok" and len(reply) == 2:
+        if kind == "ok" and len(reply) in (2, 3):
             return wire.from_wire(reply[1], self.resolve)
         if kind == "raise" and len(reply) == 5:
             raise rebuilt_error(str(reply[1]), str(reply[2]), str(reply[3]), reply[4] is True)
