@@ -139,3 +139,32 @@ def test_v25_the_runner_gathers_a_mis_sized_output_unchecked(version: str) -> No
     assert facts["short"]["splice_error"] == (
         "Attempted to assign 3 = 3 multimodal tokens to 4 placeholders"
     )
+
+
+_REPRO_V27 = ROOT / "adapters" / "vllm" / "repro_stripped_resume.py"
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_v27_a_resumed_request_misses_the_data_its_prefix_hit_stripped(version: str) -> None:
+    """Finding V27 through vLLM's Scheduler and model runner V1 (docs/findings.md): a
+    request installed with its image covered by a prefix hit (0.33.0 strips the image's
+    data), preempted, the prefix cache reset: the resumed request's encode of the image
+    is skipped by the runner, and its gather misses. 0.22.1 strips nothing."""
+    completed = subprocess.run(
+        [sys.executable, str(_REPRO_V27)],
+        cwd=ROOT,
+        env=child_env(vllm_tree(version)),
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = completed.stdout.strip().splitlines()
+    facts = json.loads(lines[-1])
+    assert "r2 computes [4, 6) (prefix hit past A)" in lines, lines
+    assert "r2 preempted; reset_prefix_cache() -> True" in lines, lines
+    if version == "0.22.1":
+        assert facts == {"encoder_cache_miss": False, "error": ""}, lines
+        assert "r2 computes [0, 7) encoding [0]" in lines and "r2 finished" in lines, lines
+    else:
+        assert facts["encoder_cache_miss"] is True, lines
+        assert facts["error"].startswith("Encoder cache miss for "), facts

@@ -196,8 +196,11 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
 
 #: What the report header says of the worker store (adapters/vllm/runner.py).
 _WORKER_STORE = (
-    "vLLM's GPUModelRunner (vllm.v1.worker.gpu_model_runner): its encoder_cache through "
-    "_execute_mm_encoder, _gather_mm_embeddings, reset_encoder_cache and (0.33.0) "
+    "vLLM's GPUModelRunner (vllm.v1.worker.gpu_model_runner, model runner V1, the "
+    "Scheduler built for it: VLLM_USE_V2_MODEL_RUNNER=0): its encoder_cache through "
+    "_execute_mm_encoder (which encodes only the inputs whose data reached the worker: "
+    "_batch_mm_inputs_from_scheduler over the mm_features each request was installed "
+    "with), _gather_mm_embeddings, reset_encoder_cache and (0.33.0) "
     "_process_encoder_cache_scheduler_output, on a runner without __init__; stand-ins: "
     "a passthrough model (embed_multimodal), a late-interaction runner with nothing to "
     "clear, the request states, input batch and SchedulerOutput fields those methods "

@@ -43,7 +43,7 @@ from .engine_admission import admission_problem, check_config, validate_request
 from .engine_build import build_scheduler, machine_block_id
 from .engine_core import ExecutorStandIn, core_shim
 from .engine_worker import EngineWorker
-from .requests_bridge import vllm_feature
+from .requests_bridge import processed_data, vllm_feature
 from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmCode
 
 #: ``init_none_hash`` sets a process-wide seed; the engine core calls it once.
@@ -68,6 +68,7 @@ class VllmEngineLoop:
             config.block_size,
             drafter=bool(config.num_speculative_tokens),
             async_drafts=config.num_speculative_tokens if config.async_scheduling else 0,
+            code=code,
         )
         self._block_hasher = (
             self._request_block_hasher(api) if config.enable_prefix_caching else None
@@ -113,7 +114,10 @@ class VllmEngineLoop:
             prompt_token_ids=list(request.token_ids),
             sampling_params=sampling,
             pooling_params=None,
-            mm_features=[vllm_feature(self._code, item) for item in request.items],
+            mm_features=[
+                vllm_feature(self._code, item, processed_data(self._code))
+                for item in request.items
+            ],
             block_hasher=self._block_hasher,
         )
         self.scheduler.add_request(vllm_request)

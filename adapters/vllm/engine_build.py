@@ -25,6 +25,12 @@ a tokenizer, a GPU or a hub.
 - **Async scheduling (SYS-15).** With ``async_scheduling`` the scheduler is vLLM's
   ``AsyncScheduler`` (same arguments); the engine loop keeps one ``SchedulerOutput``
   in flight.
+- **Model runner V1.** The worker is V1's ``GPUModelRunner`` code
+  (:mod:`adapters.vllm.runner`), so the scheduler is built for it, as
+  ``VLLM_USE_V2_MODEL_RUNNER=0`` builds it (:func:`_for_runner_v1`): 0.33.0 otherwise
+  chooses V2 for this model, whose scheduler reinstalls a resumed request with its data
+  and sends a rewound one's (``_get_encoder_input_updates``) — a protocol V1's runner
+  does not read. 0.22.1 chooses V1 for it by itself.
 - **KV cache.** ``cache_config.num_gpu_blocks`` as the engine core sets it after
   profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
   more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
@@ -33,10 +39,12 @@ a tokenizer, a GPU or a hub.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +152,35 @@ class BuiltScheduler:
     vllm_config: Any
 
 
+#: The environment variable by which a deployment chooses its model runner.
+_RUNNER_V2_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+
+
+@contextlib.contextmanager
+def _for_runner_v1() -> Iterator[None]:
+    """vLLM reads the model-runner choice from the environment (``VllmConfig.
+    use_v2_model_runner``) and the scheduler keeps it from its construction: set while
+    it is built, then restored (the adapter runs inside its caller's process)."""
+    before = os.environ.get(_RUNNER_V2_ENV)
+    os.environ[_RUNNER_V2_ENV] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[_RUNNER_V2_ENV]
+        else:
+            os.environ[_RUNNER_V2_ENV] = before
+
+
 def build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
+    with _for_runner_v1():
+        built = _build_scheduler(code, config)
+    if getattr(built.scheduler, "use_v2_model_runner", False):
+        raise AssertionError("vLLM's Scheduler was built for model runner V2")
+    return built
+
+
+def _build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
     """vLLM's ``Scheduler`` for ``config`` (validated by the caller)."""
     config_module = code.module("config")
     scheduler_config = config_module.SchedulerConfig(

@@ -48,7 +48,8 @@ from spec.components import Encoder, KVSource, ScheduledChunk, WorkerStore
 from spec.types import EngineRequest, GatherSpec, WorkerStep
 from spec.weights import rows_at_weights_version
 
-from .runner import VllmWorkerStore
+from .runner import VllmWorkerStore, runner_encodes
+from .versions import VllmCode
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,15 @@ class EngineWorker:
         block_size: int,
         drafter: bool = False,
         async_drafts: int = 0,
+        code: VllmCode | None = None,
     ):
+        #: the release whose runner decides which scheduled inputs it encodes (None:
+        #: every one)
+        self.code = code
+        #: request id -> the ``mm_features`` the runner was given when the request was
+        #: installed (``NewRequestData``; kept while it is preempted, as the runner's
+        #: ``CachedRequestState`` is)
+        self.features: dict[str, list[Any]] = {}
         self.encoder = encoder
         self.store = store
         self.block_size = block_size
@@ -116,8 +125,11 @@ class EngineWorker:
         for req_id in (*scheduler_output.finished_req_ids,
                        *(scheduler_output.preempted_req_ids or ())):
             self.block_tables.pop(req_id, None)
+        for req_id in scheduler_output.finished_req_ids:
+            self.features.pop(req_id, None)
         for new in scheduler_output.scheduled_new_reqs:
             self.block_tables[new.req_id] = [int(b) for b in new.block_ids[0]]
+            self.features[new.req_id] = list(new.mm_features)
         cached = scheduler_output.scheduled_cached_reqs
         for req_id, new_ids in zip(cached.req_ids, cached.new_block_ids, strict=True):
             added = [] if new_ids is None else [int(b) for b in new_ids[0]]
@@ -269,9 +281,15 @@ class EngineWorker:
     ) -> tuple[tuple[str, ...], dict[str, NDArray[Any]]]:
         hashes: list[str] = []
         batch: list[tuple[Any, int]] = []
+        encodes = (
+            None if self.code is None
+            else runner_encodes(self.code, scheduler_output, self.features)
+        )
         for req_id, input_ids in scheduler_output.scheduled_encoder_inputs.items():
             request = requests[req_id][0]
             for input_id in input_ids:
+                if encodes is not None and (req_id, int(input_id)) not in encodes:
+                    continue  # its data never reached the runner, which skips it
                 item = request.items[input_id]
                 hashes.append(item.mm_hash)
                 batch.append((request.data[input_id], item.num_embeds))

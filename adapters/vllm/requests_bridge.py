@@ -37,11 +37,28 @@ def vllm_placeholder_range(code: VllmCode, placeholder: PlaceholderRange) -> Any
     )
 
 
-def vllm_feature(code: VllmCode, item: MultiModalItem) -> Any:
-    """vLLM's ``MultiModalFeatureSpec`` for one item (no processed data: the wrapped
-    code reads only ``identifier`` and ``mm_position``)."""
+#: The one field of the processed data an engine's request carries (its content is
+#: never read: the worker's toy encoder encodes the request's own image).
+_DATA_FIELD = "mmspec_processed"
+
+
+def processed_data(code: VllmCode) -> Any:
+    """A ``MultiModalKwargsItem`` standing for an item's processed data: what the
+    engine core's requests carry to the worker, and what the scheduler strips from an
+    item the prefix cache covers (0.33.0 ``strip_covered_mm_data``)."""
+    inputs = code.module("inputs")
+    element = inputs.MultiModalFieldElem(
+        data=torch.zeros(1, dtype=torch.uint8), field=inputs.MultiModalSharedField(batch_size=1)
+    )
+    return inputs.MultiModalKwargsItem({_DATA_FIELD: element})
+
+
+def vllm_feature(code: VllmCode, item: MultiModalItem, data: Any = None) -> Any:
+    """vLLM's ``MultiModalFeatureSpec`` for one item (by default no processed data: the
+    cache manager, the hook and the hasher read only ``identifier`` and
+    ``mm_position``; the engine's requests carry :func:`processed_data`)."""
     return code.module("inputs").MultiModalFeatureSpec(
-        data=None,
+        data=data,
         modality=MODALITY,
         identifier=item.mm_hash,
         mm_position=vllm_placeholder_range(code, item.mm_position),

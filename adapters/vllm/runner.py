@@ -145,6 +145,29 @@ def bare_runner(code: VllmCode) -> Any:
     return runner
 
 
+def runner_encodes(
+    code: VllmCode, scheduler_output: Any, features: Mapping[str, list[Any]]
+) -> set[tuple[str, int]]:
+    """The scheduled encoder inputs (request id, input id) vLLM's runner encodes:
+    ``_batch_mm_inputs_from_scheduler`` over request states holding the ``mm_features``
+    the worker was given when each request was installed (``NewRequestData``), which
+    skips an input whose data did not reach the worker (0.33.0's scheduler strips the
+    data of items the prefix cache covers when it installs a request)."""
+    runner = object.__new__(code.module("gpu_model_runner").GPUModelRunner)
+    runner.requests = {
+        req_id: RequestState(0, features[req_id])
+        for req_id in scheduler_output.scheduled_encoder_inputs
+    }
+    _hashes, _kwargs, refs = runner._batch_mm_inputs_from_scheduler(scheduler_output)
+    kept = {(req_id, id(position)) for req_id, position in refs}
+    return {
+        (req_id, int(input_id))
+        for req_id, input_ids in scheduler_output.scheduled_encoder_inputs.items()
+        for input_id in input_ids
+        if (req_id, id(features[req_id][input_id].mm_position)) in kept
+    }
+
+
 def _chunk_window(gather: GatherSpec) -> tuple[int, int]:
     placeholder = gather.mm_position
     return placeholder.offset + gather.start_idx, placeholder.offset + gather.end_idx
