@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -114,18 +115,23 @@ def test_the_worker_store_is_vllms_runner_and_calls_only_its_listed_stand_in(
 _REPRO_V25 = ROOT / "adapters" / "vllm" / "repro_unchecked_rows.py"
 
 
-@pytest.mark.parametrize("version", PINNED)
-def test_v25_the_runner_gathers_a_mis_sized_output_unchecked(version: str) -> None:
-    """Finding V25 through vLLM's own runner methods (docs/findings.md): an image of 4
-    placeholders whose model returns 6 rows is served its first 4 without an error; one
-    whose model returns 3 is served 3, and only the splice's count check stops it."""
-    completed = subprocess.run(
-        [sys.executable, str(_REPRO_V25)],
+def _run_repro(script: Path, version: str) -> subprocess.CompletedProcess[str]:
+    """A finding's reproducer, as docs/findings.md says to run it, on ``version``."""
+    return subprocess.run(
+        [sys.executable, str(script)],
         cwd=ROOT,
         env=child_env(vllm_tree(version)),
         capture_output=True,
         text=True,
     )
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_v25_the_runner_gathers_a_mis_sized_output_unchecked(version: str) -> None:
+    """Finding V25 through vLLM's own runner methods (docs/findings.md): an image of 4
+    placeholders whose model returns 6 rows is served its first 4 without an error; one
+    whose model returns 3 is served 3, and only the splice's count check stops it."""
+    completed = _run_repro(_REPRO_V25, version)
     assert completed.returncode == 1, completed.stderr[-3000:]
     facts = json.loads(completed.stdout.strip().splitlines()[-1])
     assert facts["long"] == {
@@ -150,13 +156,7 @@ def test_v27_a_resumed_request_misses_the_data_its_prefix_hit_stripped(version: 
     request installed with its image covered by a prefix hit (0.33.0 strips the image's
     data), preempted, the prefix cache reset: the resumed request's encode of the image
     is skipped by the runner, and its gather misses. 0.22.1 strips nothing."""
-    completed = subprocess.run(
-        [sys.executable, str(_REPRO_V27)],
-        cwd=ROOT,
-        env=child_env(vllm_tree(version)),
-        capture_output=True,
-        text=True,
-    )
+    completed = _run_repro(_REPRO_V27, version)
     assert completed.returncode == 0, completed.stderr[-3000:]
     lines = completed.stdout.strip().splitlines()
     facts = json.loads(lines[-1])

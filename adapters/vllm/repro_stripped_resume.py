@@ -29,6 +29,7 @@ the output, not the status).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -37,6 +38,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from adapters.vllm import ADAPTER  # noqa: E402 - after the path set-up above
+from adapters.vllm.repro_lookahead_livelock import parts as reference_parts  # noqa: E402
 from reference.adapter import ADAPTER as REFERENCE  # noqa: E402
 from spec.adapter import EngineParts  # noqa: E402
 from spec.components import ResettableEngine  # noqa: E402
@@ -52,18 +54,9 @@ STEPS = 8
 
 
 def parts() -> EngineParts:
-    """The encoder is the reference's toy encoder; the worker store is vLLM's runner."""
-    assert REFERENCE.hasher is not None and REFERENCE.encoder is not None
-    assert REFERENCE.scheduling_hook is not None and REFERENCE.encoder_cache_manager is not None
-    assert REFERENCE.block_hasher is not None and ADAPTER.worker_store is not None
-    return EngineParts(
-        hasher=REFERENCE.hasher,
-        encoder=REFERENCE.encoder,
-        encoder_cache_manager=REFERENCE.encoder_cache_manager,
-        scheduling_hook=REFERENCE.scheduling_hook,
-        block_hasher=REFERENCE.block_hasher,
-        worker_store=ADAPTER.worker_store,
-    )
+    """The reference's parts (the toy encoder), with vLLM's runner as the worker store."""
+    assert ADAPTER.worker_store is not None
+    return dataclasses.replace(reference_parts(), worker_store=ADAPTER.worker_store)
 
 
 def main() -> None:
