@@ -120,8 +120,10 @@ class EngineWorker:
         self.block_tables: dict[str, list[int]] = {}
 
     def _update_block_tables(self, scheduler_output: Any) -> None:
-        """``GPUModelRunner._update_states``: finished and preempted requests leave, a new
-        request brings its blocks, a resumed one replaces them, a running one appends."""
+        """``GPUModelRunner._update_states``: finished and preempted requests leave the
+        block tables (a finished one its ``mm_features`` too), a new request brings its
+        blocks and ``mm_features``, a resumed one replaces its blocks, a running one
+        appends."""
         for req_id in (*scheduler_output.finished_req_ids,
                        *(scheduler_output.preempted_req_ids or ())):
             self.block_tables.pop(req_id, None)

@@ -19,8 +19,9 @@ grader waits for the child's reply:
 - grader -> child ``("callback_reply", reply)``, the reply shaped as the child's own
   (``("ok", value)``, ``("raise", ...)``, ``("bad", message)``). The reply to a read (a
   property, or a query: :data:`STAND_IN_READS`) is ``("ok", value, reads)``: ``reads``
-  holds every read of every stand-in handed out, as they are now, and the child answers
-  the reads that follow from it until it sends the grader anything (an engine's
+  holds the reads the child has asked before of the stand-ins it used last
+  (:data:`RECENT_STAND_INS`), as they are now, and the child answers the reads that
+  follow from it until it sends the grader anything or gets a request (an engine's
   ``snapshot`` reads four members of three parts in a row: one round trip, not four).
   Nothing else changes them: the grader runs only while the child waits on it, and the
   reference's reads only read.
