@@ -33,6 +33,7 @@ MODULES: tuple[str, ...] = (
     "engine_async_drafter_machine",
     "engine_async_machine",
     "engine_drafter_machine",
+    "engine_hybrid_machine",
     "engine_machine",
     "engine_reset_machine",
     "exp",

@@ -32,7 +32,9 @@ the optional resets (``ResettableEngine``) and/or weight updates (``WeightUpdata
 engine loop that runs a drafter (``SpeculativeEngine``); ``engine_async(factory)``
 SYS-1..10 and SYS-15's ``EngineAsyncMachine``, over one that schedules a step ahead of
 its worker (``AsyncEngine``); ``engine_async_drafter(factory)`` SYS-1..10 and
-SYS-13..15's ``EngineAsyncDrafterMachine``, over one that does both at once.
+SYS-13..15's ``EngineAsyncDrafterMachine``, over one that does both at once;
+``engine_hybrid(factory)`` SYS-1..10 and SYS-16's ``EngineHybridMachine``, over one that
+serves a hybrid model, its chunks aligned to the recurrent state's blocks (``HybridEngine``).
 
 Optional capabilities are explicit flags: ``reset`` (ECM-9's ``reset()``) and
 ``bookkeeping`` (ECM-8's ``tracked_request_ids()``/``tracked_mm_hashes()``). ``True``
@@ -62,6 +64,7 @@ from properties.engine_async_drafter_machine import (
 )
 from properties.engine_async_machine import async_probe, engine_async_machine_class
 from properties.engine_drafter_machine import drafter_probe, engine_drafter_machine_class
+from properties.engine_hybrid_machine import engine_hybrid_machine_class, hybrid_probe
 from properties.engine_machine import ENGINE_EXAMPLES_SCALE, engine_machine
 from properties.engine_reset_machine import (
     engine_reset_machine_class,
@@ -209,6 +212,22 @@ def engine_async_drafter(
         raise TypeError(f"engine_async_drafter needs async scheduling and a drafter: {lacking}")
     return _machine_class(
         machine(engine_async_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    )
+
+
+def engine_hybrid(
+    factory: Callable[[EngineConfig, EngineParts], EngineLoop],
+    **components: Callable[..., Any],
+) -> type[RuleBasedStateMachine]:
+    """SYS-1..10 and SYS-16's machine (``EngineHybridMachine``) over
+    ``factory(config, parts)`` built with ``mamba_block_aligned=True``; an engine that
+    does not serve hybrid models is refused."""
+    parts = _engine_parts(factory, components)
+    lacking = hybrid_probe(parts)
+    if lacking:
+        raise TypeError(f"engine_hybrid needs a hybrid-model engine: {lacking}")
+    return _machine_class(
+        machine(engine_hybrid_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
     )
 
 

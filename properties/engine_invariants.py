@@ -498,9 +498,12 @@ def sys8_work_conserved(
     chunk starts at text wherever its prefix hit ends (every whole-block position
     below ``P + g``, its prompt and generated tokens), when the free KV blocks cover
     the ``P + g`` tokens of every waiting request left unscheduled (so none stopped
-    admission)."""
+    admission). With a hybrid model (SYS-16), only when at least a block of the budget
+    is unused: a chunk cut back to a block boundary may leave less."""
     block = config.block_size
     unused = config.token_budget - tokens
+    if config.mamba_block_aligned and unused < block:
+        return  # a hybrid model's chunk cut back to a block boundary may leave less
     released = sum(ceil_div(model.facts[r].kv_positions(), block) for r in out.finished)
     free_low = config.num_kv_blocks - after.num_kv_blocks_in_use - released
     kv_room = all(

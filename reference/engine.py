@@ -95,6 +95,7 @@ from typing import Any, Literal
 
 from numpy.typing import NDArray
 
+from reference.hybrid import aligned_chunk
 from reference.kv_blocks import KVBlockPool
 from spec.adapter import EngineParts
 from spec.components import (
@@ -349,6 +350,12 @@ class EngineLoop:
         #: async scheduling (SYS-15): the step scheduled and not yet executed
         self._async = config.async_scheduling
         self._in_flight: _Batch | None = None
+        #: a hybrid model (SYS-16): chunks aligned to the recurrent state's blocks
+        self._hybrid = config.mamba_block_aligned
+        if self._hybrid and (self._lookahead or self._async):
+            raise InvalidInputError(
+                "mamba_block_aligned with a drafter or async scheduling is not specified"
+            )
 
     # --- admission ---------------------------------------------------------------------
 
@@ -503,6 +510,10 @@ class EngineLoop:
         """Whether this engine schedules one step ahead of the worker (SYS-15)."""
         return self._async
 
+    def mamba_block_aligned(self) -> bool:
+        """Whether this engine serves a hybrid model, its chunks aligned (SYS-16)."""
+        return self._hybrid
+
     # --- one step ----------------------------------------------------------------------
 
     def step(self) -> StepOutput:
@@ -587,6 +598,8 @@ class EngineLoop:
             - computed
         )
         proposed = min(wanted, budget.tokens)
+        if self._hybrid:  # before the hook's cut at an item (vLLM v0.33.0's order)
+            proposed = self._aligned(state, computed, proposed)
         if self._lookahead:  # the drafter reads one position ahead (SYS-13)
             return self._hook.try_schedule_encoder_inputs(
                 state.view, computed, proposed, budget.encoder, self._cache,
@@ -595,6 +608,19 @@ class EngineLoop:
         return self._hook.try_schedule_encoder_inputs(
             state.view, computed, proposed, budget.encoder, self._cache
         )
+
+    def _aligned(self, state: _Request, computed: int, proposed: int) -> int:
+        """A hybrid model's chunk: cut to the recurrent state's blocks (SYS-16)."""
+        return aligned_chunk(
+            computed, proposed, len(state.request.token_ids), state.num_tokens,
+            self._kv.block_size, self._config.token_budget, self._whole_items(state),
+        )
+
+    def _whole_items(self, state: _Request) -> list[tuple[int, int]]:
+        """The ranges a chunk may not end inside (chunked multimodal input disabled)."""
+        if not self._config.disable_chunked_mm_input:
+            return []
+        return [(i.mm_position.offset, i.mm_position.end) for i in state.request.items]
 
     def _schedule_running(self, budget: _StepBudget, scheduled: list[_Scheduled]) -> list[str]:
         """Running requests in order; preempts the last running request while KV blocks
@@ -767,7 +793,11 @@ class EngineLoop:
         if not self._config.enable_prefix_caching:
             return []
         max_blocks = (state.num_tokens - 1) // self._kv.block_size
-        return self._kv.longest_cached_prefix(state.block_hashes, max_blocks)
+        hits = self._kv.longest_cached_prefix(state.block_hashes, max_blocks)
+        if self._hybrid:  # a hybrid model resumes from a cached state only (SYS-16)
+            while hits and not self._kv.has_state[hits[-1]]:
+                hits.pop()
+        return hits
 
     @staticmethod
     def _hashes_to_encode(scheduled: Sequence[_Scheduled]) -> dict[str, tuple[Any, int]]:
@@ -839,6 +869,9 @@ class EngineLoop:
             else:  # rejected drafts roll back: their positions are computed again
                 end = entry.num_computed_tokens + entry.num_new_tokens
                 state.num_computed_tokens = end - rejected
+                if self._hybrid and end % self._kv.block_size == 0:
+                    # the recurrent state after ``end`` positions, in its block's slot
+                    self._kv.has_state[state.block_ids[end // self._kv.block_size - 1]] = True
             self._cache_full_blocks(state)
             self._free_encoder_inputs(state)
             if len(state.output_token_ids) >= state.request.max_new_tokens:

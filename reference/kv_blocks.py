@@ -31,6 +31,9 @@ class KVBlockPool:
         self.sources: list[list[KVSource | None]] = [[None] * block_size for _ in range(num_blocks)]
         #: per block slot, the weights version its KV was computed at (SYS-12)
         self.versions: list[list[int]] = [[0] * block_size for _ in range(num_blocks)]
+        #: per block, whether a hybrid model's recurrent state after the block's last
+        #: position was written to its slot (a chunk ended there: SYS-16)
+        self.has_state = [False] * num_blocks
 
     @property
     def num_free(self) -> int:
@@ -71,6 +74,7 @@ class KVBlockPool:
                 del self.cached[stale]
                 self.block_hash[block] = None
             self.sources[block] = [None] * self.block_size
+            self.has_state[block] = False
             self.ref_cnt[block] = 1
             blocks.append(block)
         return blocks

@@ -697,6 +697,17 @@ class AsyncEngine(Protocol):
 
 
 @runtime_checkable
+class HybridEngine(Protocol):
+    """Optional capability of an ``EngineLoop`` (SYS-16): it serves a hybrid model whose
+    recurrent state is cached per KV block when its ``EngineConfig.mamba_block_aligned``
+    asks for it (vLLM's ``mamba_cache_mode="align"``)."""
+
+    def mamba_block_aligned(self) -> bool:
+        """Whether this engine aligns its chunks to the recurrent state's blocks."""
+        ...
+
+
+@runtime_checkable
 class ResettableEngine(Protocol):
     """Optional capability of an ``EngineLoop`` (SYS-11): the cache resets vLLM's engine
     core offers between steps (``EngineCore.reset_encoder_cache``,

@@ -395,3 +395,8 @@ class EngineConfig:
     #: async scheduling (SYS-15): the scheduler runs one step ahead of the worker —
     #: each ``step()`` schedules the next step and executes the one scheduled before
     async_scheduling: bool = False
+    #: a hybrid model (SYS-16): Mamba-style recurrent layers beside attention, whose
+    #: state is cached per KV block, only where a chunk ends on the block's boundary
+    #: (vLLM's ``mamba_cache_mode="align"``): prefill chunks end on block boundaries
+    #: and prefix hits start where a state was cached
+    mamba_block_aligned: bool = False

@@ -16,6 +16,7 @@ from harness.machines import (
     engine_async,
     engine_async_drafter,
     engine_drafter,
+    engine_hybrid,
     engine_resets,
 )
 from properties.framework import ClauseViolation
@@ -179,6 +180,29 @@ def test_the_embedding_cache_machine_takes_a_cache_factory() -> None:
     assert raised.value.clause == "EMB-2"
 
 
+def test_the_hybrid_machine_takes_an_engine_that_serves_hybrid_models() -> None:
+    """SYS-16 as a library: the reference passes; resuming at any cached block (no state
+    written there) raises SYS-16's violation; an engine without hybrid models, or one
+    that says it is not aligned, is refused."""
+    from adapters.zoo.sys_mamba_hit_without_state import HitWithoutState
+
+    result = _run(engine_hybrid(EngineLoop))
+    assert result.wasSuccessful(), result.failures + result.errors
+    assert _violated(engine_hybrid(HitWithoutState)).clause == "SYS-16"
+
+    class AttentionOnly(EngineLoop):
+        mamba_block_aligned = None  # type: ignore[assignment]
+
+    class SaysUnaligned(EngineLoop):
+        def mamba_block_aligned(self) -> bool:
+            return False
+
+    with pytest.raises(TypeError, match="needs a hybrid-model engine"):
+        engine_hybrid(AttentionOnly)
+    with pytest.raises(TypeError, match="the engine says False"):
+        engine_hybrid(SaysUnaligned)
+
+
 def test_mmspec_settings_are_the_command_lines_for_each_machine() -> None:
     """Issue 33, item 8: the machines run under the caller's settings (Hypothesis' default:
     100 programs), half what ``verify`` runs; ``mmspec_settings`` gives them the command
@@ -198,7 +222,7 @@ def test_mmspec_settings_are_the_command_lines_for_each_machine() -> None:
     made = [
         encoder_cache(EncoderCacheManager), item_cache(ItemCache), engine(EngineLoop),
         engine_resets(EngineLoop), engine_drafter(EngineLoop), engine_async(EngineLoop),
-        engine_async_drafter(EngineLoop),
+        engine_async_drafter(EngineLoop), engine_hybrid(EngineLoop),
     ]
     for profile in ("ci", "dev"):
         base = profile_settings(profile)

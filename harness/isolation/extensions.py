@@ -8,8 +8,8 @@ ECD-6 when the
 encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hasher has
 ``request_block_hashes_with`` (PFX-7 drawing only the kinds of ``identity_kinds``
 where the hasher has it); HASH-7 and HASH-8 when the hasher has ``item_identifier``;
-SYS-11 to SYS-15 when the engine loop has the resets, ``update_weights``,
-``num_speculative_tokens`` or ``async_scheduling``):
+SYS-11 to SYS-16 when the engine loop has the resets, ``update_weights``,
+``num_speculative_tokens``, ``async_scheduling`` or ``mamba_block_aligned``):
 the child reports which extension members its object has, and the grader's proxy offers
 exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
@@ -23,6 +23,7 @@ from spec.components import (
     BlockExtraKeys,
     ClientHashedFeatureHasher,
     EncoderCacheBookkeeping,
+    HybridEngine,
     IdentityBlockHasher,
     InjectingSplice,
     KindLimitedIdentityBlockHasher,
@@ -49,8 +50,10 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "feature_hasher": (ClientHashedFeatureHasher,),
     # ECD-6's optional capability
     "encoder_decoder_cache_manager": (ResettableEncoderCache,),
-    # SYS-11, SYS-12, SYS-13/14's and SYS-15's
-    "engine_loop": (ResettableEngine, WeightUpdatableEngine, SpeculativeEngine, AsyncEngine),
+    # SYS-11, SYS-12, SYS-13/14's, SYS-15's and SYS-16's
+    "engine_loop": (
+        ResettableEngine, WeightUpdatableEngine, SpeculativeEngine, AsyncEngine, HybridEngine
+    ),
 }
 
 

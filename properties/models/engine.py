@@ -244,13 +244,29 @@ class EngineModel:
         facts = self.facts[request_id]
         progress = self.progress[request_id]
         c, g = progress.computed, progress.outputs
-        catch_up = ceil_div(facts.num_tokens(g) - c, self.config.token_budget)
         items = facts.items_ending_after(c)
+        catch_up = self.catch_up(facts.num_tokens(g) - c, items)
         # async scheduling: the step in flight, and per item one step more (its
         # predecessor's reference is released by the update after the next schedule)
         pipeline = 1 + items if self.config.async_scheduling else 0
         decodes = facts.request.max_new_tokens - g - 1
         return catch_up + items + decodes * self.steps_per_decode() + pipeline
+
+    def catch_up(self, span: int, items: int) -> int:
+        """Chunks that compute ``span`` positions: ``⌈span/T⌉``. A hybrid model's chunks
+        (SYS-16) are cut to whole blocks, ``T' = ⌊T/bs⌋·bs`` tokens (with ``T < bs``, at
+        most ``⌈bs/T⌉`` chunks a block); and a chunk stopped inside a block at an item's
+        doorstep is followed by one to the block's end, so each item may add one more
+        short chunk, as may a start inside a block and the stop at the last boundary a
+        prefix hit can use."""
+        budget, block = self.config.token_budget, self.config.block_size
+        if not self.config.mamba_block_aligned:
+            return ceil_div(span, budget)
+        if budget >= block:
+            chunks = ceil_div(span, budget // block * block)
+        else:
+            chunks = (ceil_div(span, block) + 1) * ceil_div(block, budget)
+        return chunks + items + 2
 
     def steps_per_decode(self) -> int:
         """Steps a decode may take: one; with async scheduling and a drafter two (a
@@ -272,7 +288,7 @@ class EngineModel:
             facts = self.facts[request_id]
             items = len(facts.request.items) * (2 if self.config.async_scheduling else 1)
             solo_from_scratch += (
-                ceil_div(facts.num_prompt_tokens, self.config.token_budget)
+                self.catch_up(facts.num_prompt_tokens, len(facts.request.items))
                 + items
                 + facts.request.max_new_tokens * self.steps_per_decode()
             )
