@@ -50,7 +50,7 @@ from spec.errors import (
     MissingEmbeddingError,
     UnknownRequestError,
 )
-from spec.types import EngineConfig, EngineRequest
+from spec.types import HYBRID_STATE_BLOCKS, EngineConfig, EngineRequest
 from spec.weights import rows_at_weights_version
 
 #: An image's name in the scenario ("A", "B", ...) from its content hash.
@@ -506,12 +506,14 @@ def sys8_work_conserved(
         return  # a hybrid model's chunk cut back to a block boundary may leave less
     released = sum(ceil_div(model.facts[r].kv_positions(), block) for r in out.finished)
     free_low = config.num_kv_blocks - after.num_kv_blocks_in_use - released
+    states = HYBRID_STATE_BLOCKS if config.mamba_block_aligned else 0  # SYS-16's
     kv_room = all(
         free_low
         >= ceil_div(
             model.facts[r].num_tokens(model.progress[r].outputs) + model.facts[r].lookahead,
             block,
         )
+        + states
         for r in live_before
         if r not in scheduled_ids and not model.progress[r].running
     )

@@ -107,6 +107,7 @@ from spec.components import (
 )
 from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
 from spec.types import (
+    HYBRID_STATE_BLOCKS,
     EngineConfig,
     EngineRequest,
     GatherSpec,
@@ -404,6 +405,7 @@ class EngineLoop:
                 )
         positions = len(request.token_ids) + request.max_new_tokens - 1 + self._lookahead
         blocks = _ceil_div(positions, config.block_size)
+        blocks += HYBRID_STATE_BLOCKS if self._hybrid else 0  # the states share the cache
         if blocks > config.num_kv_blocks:
             raise AdmissionError(
                 f"request {rid} needs {blocks} KV blocks for {positions} positions, more than "

@@ -376,6 +376,12 @@ class EngineRequest:
         return RequestView(self.request_id, self.items)
 
 
+#: KV blocks a running request of a hybrid model may hold for its recurrent states
+#: beside its attention blocks (SYS-9, SYS-16): the state its next chunk resumes from and
+#: the one that chunk writes (vLLM's ``MambaManager`` in "align" mode)
+HYBRID_STATE_BLOCKS = 2
+
+
 @dataclass(frozen=True)
 class EngineConfig:
     """Sizes of the engine loop's resources, all in their own units."""

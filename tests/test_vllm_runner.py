@@ -168,3 +168,32 @@ def test_v27_a_resumed_request_misses_the_data_its_prefix_hit_stripped(version: 
     else:
         assert facts["encoder_cache_miss"] is True, lines
         assert facts["error"].startswith("Encoder cache miss for "), facts
+
+
+_REPRO_MAMBA = ROOT / "adapters" / "vllm" / "repro_mamba_alignment.py"
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_v28_to_v30_a_hybrid_models_chunks_through_vllms_scheduler(version: str) -> None:
+    """Findings V28, V29 and V30 through vLLM's Scheduler with a Mamba group in "align"
+    mode (docs/findings.md). 0.22.1 aligns after the hook: the chunk stopped at B's
+    doorstep inside a block floors to nothing for good (#40707), a budget smaller than a
+    block computes nothing ever, and an image that must stay whole is split; its last
+    stop leaves a repeated prompt no state to resume from. 0.33.0 fixes those, but its
+    alignment ends the chunk inside an image that must stay whole, and the rollback to
+    the image's offset leaves nothing, at every step."""
+    completed = _run_repro(_REPRO_MAMBA, version)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    facts = json.loads(completed.stdout.strip().splitlines()[-1])
+    if version == "0.22.1":
+        assert facts["doorstep"] == {"finished": [], "chunks": [["r1", 0, 8]]}, facts
+        assert facts["small_budget"] == {"finished": [], "chunks": []}, facts
+        assert facts["whole_image"]["splits_the_image"] is True, facts
+        assert facts["repeat"]["prefix_hit"] == 0, facts
+    else:
+        assert facts["doorstep"]["finished"] == ["r1"], facts
+        assert facts["small_budget"]["finished"] == ["r1"], facts
+        assert facts["whole_image"] == {
+            "finished": [], "chunks": [], "splits_the_image": False
+        }, facts
+        assert facts["repeat"]["prefix_hit"] == 2, facts

@@ -40,7 +40,7 @@ from spec.errors import AdmissionError, InvalidInputError, UnknownRequestError
 from spec.types import EngineConfig, EngineRequest
 
 from .engine_admission import admission_problem, check_config, validate_request
-from .engine_build import build_scheduler, machine_block_id
+from .engine_build import NULL_BLOCK_ID, build_scheduler, machine_block_id
 from .engine_core import ExecutorStandIn, core_shim
 from .engine_worker import EngineWorker
 from .requests_bridge import processed_data, vllm_feature
@@ -155,6 +155,11 @@ class VllmEngineLoop:
     def async_scheduling(self) -> bool:
         """Whether the scheduler is vLLM's ``AsyncScheduler``, one step ahead (SYS-15)."""
         return self._config.async_scheduling
+
+    def mamba_block_aligned(self) -> bool:
+        """Whether vLLM's Scheduler splits chunks for a Mamba group in "align" mode
+        (SYS-16): ``need_mamba_block_aligned_split``, built from the config's group."""
+        return bool(getattr(self.scheduler, "need_mamba_block_aligned_split", False))
 
     def num_speculative_tokens(self) -> int:
         """The drafter's ``k`` (SYS-13, SYS-14): vLLM's ``Scheduler.num_lookahead_tokens``
@@ -330,8 +335,14 @@ class VllmEngineLoop:
         self.scheduler.update_draft_token_ids(draft_token_ids(req_ids, drafts))
 
     def _block_ids(self, request_id: str) -> list[int]:
-        """vLLM's block table of the request (its one KV cache group)."""
+        """vLLM's block table of the request (its attention group)."""
         return [int(b) for b in self.scheduler.kv_cache_manager.get_block_ids(request_id)[0]]
+
+    def _state_block_ids(self, request_id: str) -> list[int]:
+        """The blocks a hybrid model's Mamba group holds for the request (its states:
+        the null block stands where a state is skipped), from the same pool."""
+        groups = self.scheduler.kv_cache_manager.get_block_ids(request_id)
+        return [int(b) for group in groups[1:] for b in group if int(b) != NULL_BLOCK_ID]
 
     # --- observation ----------------------------------------------------------------
 
@@ -356,7 +367,9 @@ class VllmEngineLoop:
                 status="running" if vllm_request.status == self._status.RUNNING else "waiting",
                 num_computed_tokens=computed,
                 output_token_ids=tuple(int(t) for t in vllm_request.output_token_ids),
-                kv_block_ids=tuple(machine_block_id(b) for b in blocks),
+                kv_block_ids=tuple(
+                    machine_block_id(b) for b in (*blocks, *self._state_block_ids(request_id))
+                ),
                 kv_sources=tuple(sources),
                 kv_weights_versions=tuple(versions),
                 num_in_flight_tokens=in_flight,

@@ -13,7 +13,7 @@ from __future__ import annotations
 # The request and configuration checks are the reference engine's own: one definition
 # of what SYS-9 calls malformed (re-exported for adapters/vllm/engine.py).
 from reference.engine import check_config, validate_request
-from spec.types import EngineConfig, EngineRequest
+from spec.types import HYBRID_STATE_BLOCKS, EngineConfig, EngineRequest
 
 __all__ = ["admission_problem", "check_config", "validate_request"]
 
@@ -36,6 +36,8 @@ def admission_problem(config: EngineConfig, request: EngineRequest) -> str | Non
     # the drafter's look-ahead slots too (allocate_slots(num_lookahead_tokens=k))
     positions = len(request.token_ids) + request.max_new_tokens - 1 + config.num_speculative_tokens
     blocks = -(-positions // config.block_size)
+    # a hybrid model's states come from the same pool (the MambaManager's blocks)
+    blocks += HYBRID_STATE_BLOCKS if config.mamba_block_aligned else 0
     if blocks > config.num_kv_blocks:
         return (
             f"request {rid} needs {blocks} KV blocks for {positions} positions; the KV cache "

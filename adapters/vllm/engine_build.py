@@ -35,6 +35,13 @@ a tokenizer, a GPU or a hub.
   profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
   more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
   (:func:`machine_block_id` maps the rest back to ``0..num_kv_blocks - 1``).
+- **Hybrid model (SYS-16).** With ``mamba_block_aligned``, ``cache_config.mamba_cache_mode
+  = "align"`` and a second group, one ``MambaSpec`` layer in ``"align"`` mode
+  (``KVCacheConfig.has_mamba_layers``), which is what makes the ``Scheduler`` split
+  chunks (``need_mamba_block_aligned_split``) and vLLM's ``MambaManager`` keep the
+  states; its blocks come from the same pool, as in vLLM, and count among the blocks in
+  use. No Mamba layer runs: the worker stand-in has no recurrent state (the states'
+  placement is SYS-16's, judged from the chunks and the prefix hits).
 """
 
 from __future__ import annotations
@@ -193,7 +200,8 @@ def _build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
         disable_chunked_mm_input=config.disable_chunked_mm_input,
     )
     cache_config = config_module.CacheConfig(
-        block_size=config.block_size, enable_prefix_caching=config.enable_prefix_caching
+        block_size=config.block_size, enable_prefix_caching=config.enable_prefix_caching,
+        mamba_cache_mode="align" if config.mamba_block_aligned else "none",
     )
     num_blocks = config.num_kv_blocks + 1  # BlockPool's null block
     cache_config.num_gpu_blocks = num_blocks
@@ -214,10 +222,15 @@ def _build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
     spec = kv.FullAttentionSpec(
         block_size=config.block_size, num_kv_heads=1, head_size=1, dtype=torch.float32
     )
+    groups = [kv.KVCacheGroupSpec(["model.layers.0.self_attn.attn"], spec)]
+    if config.mamba_block_aligned:
+        mamba = kv.MambaSpec(
+            block_size=config.block_size, shapes=((1,),), dtypes=(torch.float32,),
+            mamba_cache_mode="align",
+        )
+        groups.append(kv.KVCacheGroupSpec(["model.layers.1.mixer"], mamba))
     kv_cache_config = kv.KVCacheConfig(
-        num_blocks=num_blocks,
-        kv_cache_tensors=[],
-        kv_cache_groups=[kv.KVCacheGroupSpec(["model.layers.0.self_attn.attn"], spec)],
+        num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=groups
     )
     if config.async_scheduling:
         # read by the scheduler only with pipeline parallelism and by the engine core's
@@ -236,11 +249,17 @@ def _build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
         ),
         block_size=config.block_size,
     )
+    if config.mamba_block_aligned and not scheduler.need_mamba_block_aligned_split:
+        raise AssertionError("vLLM's Scheduler does not split chunks for the Mamba group")
     if config.num_speculative_tokens and not (
         scheduler.use_eagle and scheduler.num_lookahead_tokens == config.num_speculative_tokens
     ):
         raise AssertionError("vLLM's Scheduler did not take the EAGLE stand-in's drafter")
     return BuiltScheduler(scheduler, vllm_config)
+
+
+#: vLLM's ``BlockPool`` null block, which stands in block tables for skipped blocks.
+NULL_BLOCK_ID = 0
 
 
 def machine_block_id(block_id: int) -> int:

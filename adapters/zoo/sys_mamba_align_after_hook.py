@@ -1,6 +1,8 @@
-"""A hybrid model's block alignment applied after the hook: a chunk the hook stopped
-at an image's doorstep inside a block is floored back to nothing, at every step, while
-the request holds the encoder cache its next image needs (SYS-8)."""
+"""A hybrid model's block alignment applied after the hook: an image the hook scheduled
+for the budget's chunk is encoded though the floored chunk reads none of it (SYS-3),
+and a chunk the hook stopped at an image's doorstep inside a block is floored back to
+nothing, at every step, while the request holds the encoder cache its next image needs
+(SYS-8)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from reference.engine import EngineLoop, _Request, _StepBudget
 from spec.adapter import Adapter
 from spec.types import ScheduleDecision
 
-BREAKS = "SYS-8"
+BREAKS = "SYS-3"
 KILLED_BY = "EngineHybridMachine"
 ORIGIN = (
     "vLLM v0.22.1 v1/core/sched/scheduler.py: _mamba_block_aligned_split runs after "

@@ -25,7 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec.components import Encoder, KVSource
-from spec.types import EngineConfig, EngineRequest, ImageInput, PlaceholderRange
+from spec.types import (
+    HYBRID_STATE_BLOCKS,
+    EngineConfig,
+    EngineRequest,
+    ImageInput,
+    PlaceholderRange,
+)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -188,8 +194,12 @@ class EngineModel:
                 return f"item {index} spans {item.mm_position.length} tokens > token budget"
         positions = len(request.token_ids) + request.max_new_tokens - 1
         positions += config.num_speculative_tokens  # the drafter's look-ahead slots
-        if ceil_div(positions, config.block_size) > config.num_kv_blocks:
-            return f"{positions} KV positions > {config.num_kv_blocks} blocks"
+        states = HYBRID_STATE_BLOCKS if config.mamba_block_aligned else 0  # SYS-16
+        if ceil_div(positions, config.block_size) + states > config.num_kv_blocks:
+            return (
+                f"{positions} KV positions and {states} state blocks > "
+                f"{config.num_kv_blocks} blocks"
+            )
         return None
 
     def expected_rows(self, data: ImageInput, mm_hash: str, num_embeds: int) -> NDArray[Any]:
