@@ -53,7 +53,7 @@ def hybrid_probe(parts: Parts) -> str | None:
     engine = probed_engine(parts, EngineConfig(mamba_block_aligned=True))
     aligned = getattr(engine, "mamba_block_aligned", None)
     if not isinstance(engine, HybridEngine) or not callable(aligned):
-        return "the engine loop does not serve hybrid models (mamba_block_aligned(), SYS-16)"
+        return "the engine loop does not provide hybrid models (mamba_block_aligned(), SYS-16)"
     if aligned() is not True:
         return f"built with mamba_block_aligned=True, the engine says {aligned()!r}"
     return None

@@ -58,7 +58,8 @@ class PlainEngine:
     """The reference engine loop without resets, weight updates, drafter or async."""
 
     _HIDDEN = frozenset({"reset_encoder_cache", "reset_prefix_cache", "update_weights",
-                         "async_scheduling", "num_speculative_tokens"})
+                         "async_scheduling", "num_speculative_tokens",
+                         "mamba_block_aligned"})
 
     def __init__(self, config: EngineConfig, parts: EngineParts) -> None:
         self._inner = EngineLoop(config, parts)
@@ -81,9 +82,11 @@ ADAPTER = Adapter(
 
 #: The optional clauses (each "not provided" for LACKING), and one it provides.
 OPTIONAL = ["HASH-7", "HASH-8", "FIC-1", "FIC-2", "FIC-3",
-            "SYS-11", "SYS-12", "SYS-13", "SYS-14", "SYS-15"]
+            "SYS-11", "SYS-12", "SYS-13", "SYS-14", "SYS-15", "SYS-16"]
 ONLY = [*OPTIONAL, "HASH-1"]
-ENGINE_ITEM = "Engine loop, optional: resets, weight updates, a drafter, async scheduling"
+ENGINE_ITEM = (
+    "Engine loop, optional: resets, weight updates, a drafter, async scheduling, hybrid models"
+)
 #: What cut_long leaves of a text it cuts (harness/grading/report_text.py).
 CUT = "characters in all"
 _PROGRESS = re.compile(r"^(?:\[grade\] )?\[\d+/\d+\] (?P<name>\S+)(?: \.\.\.|:) "
@@ -231,6 +234,7 @@ def test_a_long_reason_is_summarised_in_words_not_cut(
         ("SYS-12", "the engine loop does not provide update_weights() (SYS-12)"),
         ("SYS-13, SYS-14", "the engine loop does not provide a drafter"),
         ("SYS-13, SYS-14, SYS-15", "the engine loop does not provide async scheduling"),
+        ("SYS-16", "the engine loop does not provide hybrid models"),
     ):
         assert f"{clause}: {reason}" in summary, summary
         assert summary.count(reason) == 1, summary
