@@ -25,11 +25,13 @@ class AlignAfterHook(EngineLoop):
     def _try_schedule(
         self, state: _Request, computed: int, budget: _StepBudget
     ) -> ScheduleDecision:
-        self._hybrid = False  # the hook on the budget's chunk, unaligned
+        hybrid, self._hybrid = self._hybrid, False  # the hook on the budget's chunk
         try:
             decision = super()._try_schedule(state, computed, budget)
         finally:
-            self._hybrid = True
+            self._hybrid = hybrid
+        if not hybrid:
+            return decision
         # BUG: the alignment cuts what the hook left, down to nothing at a doorstep
         new = self._aligned(state, computed, decision.num_new_tokens)
         return replace(decision, num_new_tokens=new)
