@@ -18,6 +18,7 @@ declaration; hazards are printed in their own section and leave a clean release 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,11 @@ from harness.runner import ACCEPTED, Report
 
 EXPECTED_DIR = names.HOME / "adapters" / "vllm" / "expected"
 CLASSES = ("defect", "hazard")
+#: The environment variable naming the processor cache pair behind the vLLM adapter's
+#: ``item_cache`` (adapters/vllm/item_cache_shm.py); a declaration file declares the rows
+#: of each pair but the default under ``"variants"``.
+PROCESSOR_CACHE_VARIABLE = "MMSPEC_VLLM_PROCESSOR_CACHE"
+DEFAULT_VARIANT = "lru"
 
 
 @dataclass(frozen=True)
@@ -42,16 +48,44 @@ class DeclarationError(ValueError):
     """A declaration file that is malformed (a finding without a class, say)."""
 
 
-def load_declaration(version: str) -> Declaration | None:
-    """The declaration of ``version``, or None when the release is not pinned."""
+def processor_cache_variant() -> str:
+    """The processor cache pair the vLLM adapter runs (``$MMSPEC_VLLM_PROCESSOR_CACHE``:
+    ``lru``, vLLM's default, when unset)."""
+    return os.environ.get(PROCESSOR_CACHE_VARIABLE, "") or DEFAULT_VARIANT
+
+
+def _rows(entries: Any) -> dict[tuple[str, str], tuple[str, str]]:
+    return {
+        (str(r["clause"]), str(r["property"])): (str(r["verdict"]), str(r["finding"]))
+        for r in entries
+    }
+
+
+def variant_rows(
+    data: Any, variant: str, path: object
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """A declaration file's rows for the processor cache ``variant``: the release's rows,
+    with those of the properties the variant declares (``"variants"``) replaced by its
+    own."""
+    rows = _rows(data["expected"])
+    if variant == DEFAULT_VARIANT:
+        return rows
+    declared: Any = data.get("variants", {}).get(variant)
+    if declared is None:
+        raise DeclarationError(f"{path}: no rows declared for {PROCESSOR_CACHE_VARIABLE}={variant}")
+    replaced = {str(p) for p in declared["properties"]}
+    kept = {key: row for key, row in rows.items() if key[1] not in replaced}
+    return {**kept, **_rows(declared["expected"])}
+
+
+def load_declaration(version: str, variant: str | None = None) -> Declaration | None:
+    """The declaration of ``version`` for the processor cache ``variant`` (the one the
+    environment names when None), or None when the release is not pinned."""
     path = EXPECTED_DIR / f"{version}.json"
     if not path.is_file():
         return None
     data: Any = json.loads(path.read_text(encoding="utf-8"))
-    rows = {
-        (str(r["clause"]), str(r["property"])): (str(r["verdict"]), str(r["finding"]))
-        for r in data["expected"]
-    }
+    rows = variant_rows(data, variant or processor_cache_variant(), path)
     findings = {
         str(k): (str(v["class"]), str(v.get("why", "")))
         for k, v in data.get("findings", {}).items()

@@ -23,7 +23,7 @@ line's settings::
     TestMyCache = Machine.TestCase
     TestMyCache.settings = mmspec_settings(Machine)        # or mmspec_settings(Machine, "dev")
 
-``item_cache(factory)`` is FIC-1..3's machine the same way, over the front-end item
+``item_cache(factory)`` is FIC-1..4's machine the same way, over the front-end item
 cache pair (``spec.components.ItemCache``); ``embedding_cache(factory)`` EMB-1 and
 EMB-2's, over a content-keyed embedding cache (``spec.components.EmbeddingCache``);
 ``engine_resets(factory)`` SYS-1..12's ``EngineResetMachine``, over an engine loop with
@@ -126,7 +126,7 @@ def encoder_cache(
 
 
 def item_cache(factory: Callable[[int], ItemCache]) -> type[RuleBasedStateMachine]:
-    """FIC-1..3's machine (``ItemCacheMachine``) over ``factory(capacity_in_bytes)``: the
+    """FIC-1..4's machine (``ItemCacheMachine``) over ``factory(capacity_in_bytes)``: the
     front-end item cache pair (``spec.components.ItemCache``)."""
     adapter = Adapter(name="item_cache", item_cache=factory)
     return _machine_class(item_cache_machine(build_parts(adapter, None)))

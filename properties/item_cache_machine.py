@@ -1,4 +1,4 @@
-"""FIC — the front-end item cache pair as a state machine (SPEC.md FIC-1..3).
+"""FIC — the front-end item cache pair as a state machine (SPEC.md FIC-1..4).
 
 Requests of one to three items pass the sender (the API process) and then the receiver
 (the engine core), as vLLM passes them; some are dropped between the two (a request
@@ -10,7 +10,11 @@ resolve to and which keys may miss; every check runs at the operation that promi
 
 On a miss the machine does what vLLM 0.33's engine does: the request is rejected, the
 sender forgets the keys it omitted (``invalidate``), and the client sends the request
-again — which must then be served (FIC-3).
+again — which must then be served (FIC-3). A request that carried all its data may also
+wait in the engine across a reset while another request passes both halves, and be
+received after it (FIC-4): where the receiver resolves a request when it is first
+scheduled — vLLM's shared-memory receiver, in the worker — that is a request queued
+across a weight update's pause.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from properties.models.item_cache import ItemCacheModel
 from spec.components import ItemCache
 from spec.errors import ItemCacheMissError
 
-FIC_CLAUSES = ("FIC-1", "FIC-2", "FIC-3")
+FIC_CLAUSES = ("FIC-1", "FIC-2", "FIC-3", "FIC-4")
 
 #: Keys recur across requests; each has a usual payload and, sometimes, another one.
 KEYS = ("A", "B", "C", "D")
@@ -67,7 +71,7 @@ def _never_raises(clause: str, call: str, error: Exception, why: str) -> NoRetur
 
 @clause_property("ItemCacheMachine", FIC_CLAUSES, subject=("item_cache",))
 def item_cache_machine(parts: Parts) -> Runnable:
-    """FIC-1..3: the pair and the model in lockstep."""
+    """FIC-1..4: the pair and the model in lockstep."""
     factory = parts.item_cache
 
     class ItemCacheMachine(TransitionRecorder, RuleBasedStateMachine):
@@ -173,22 +177,19 @@ def item_cache_machine(parts: Parts) -> Runnable:
                     self.model.received(key, payload)
                 else:
                     want = self.model.last_received.get(key, set())
+                    last = " or ".join(map(repr, sorted(want))) or "none"
                     check(
                         got in want,
                         "FIC-2",
                         f"item {key} was sent without its data and resolved to {got!r}; the "
-                        f"engine was last sent {' or '.join(map(repr, sorted(want))) or 'nothing'}"
-                        f" under that key",
+                        f"payload last sent under that key: {last}",
                     )
                     self.reached("omitted_hit")
             return None
 
-        @rule(draw=ITEMS)
-        def request(self, draw: list[tuple[str, int]]) -> None:
-            """A request passes both halves; on a miss, the engine's resync and a resend."""
-            items = [(key, _payload_of(key, variant)) for key, variant in draw]
-            sent = self._send(items)
-            note(f"request {_show(list(zip((k for k, _ in items), sent, strict=True)))}")
+        def _serve(self, items: list[tuple[str, bytes]], sent: list[bytes | None]) -> None:
+            """The receiver's half of a request whose sender's half returned ``sent``;
+            on a miss, the engine's resync and a resend."""
             missed = self._receive(items, sent)
             if missed is None:
                 return
@@ -202,6 +203,93 @@ def item_cache_machine(parts: Parts) -> Runnable:
             self._receive(items, again, resend_of=missed)
 
         @rule(draw=ITEMS)
+        def request(self, draw: list[tuple[str, int]]) -> None:
+            """A request passes both halves; on a miss, the engine's resync and a resend."""
+            items = [(key, _payload_of(key, variant)) for key, variant in draw]
+            sent = self._send(items)
+            note(f"request {_show(list(zip((k for k, _ in items), sent, strict=True)))}")
+            if any(out is None and self.model.may_miss(k) for (k, _), out in zip(
+                items, sent, strict=True
+            )):
+                self.reached("drift_omitted")
+            self._serve(items, sent)
+
+        @rule(draw=ITEMS, between=ITEMS)
+        def request_across_reset(
+            self, draw: list[tuple[str, int]], between: list[tuple[str, int]]
+        ) -> None:
+            """A request waits in the engine across its reset (a pause that keeps its
+            queue and clears the caches; ``reset_mm_cache`` with requests waiting) while
+            another request passes both halves: sent before, received after (FIC-4)."""
+            items = [(key, _payload_of(key, variant)) for key, variant in draw]
+            sent = self._send(items)
+            note(f"request {_show(list(zip((k for k, _ in items), sent, strict=True)))}")
+            if any(out is None for out in sent):
+                # Only a request that carried all its data waits: an omitted item's
+                # fate across a reset is FIC-2's, on the engine's copy.
+                self._serve(items, sent)
+                return
+            waiting = {key for key, _ in items}
+            note("  it waits; reset: both halves cleared")
+            self.pair.clear()
+            self.model.cleared()
+            others = [
+                (key, _payload_of(key, variant))
+                for key, variant in between
+                if key not in waiting
+            ]
+            if others:
+                passed = self._send(others)
+                note(f"request {_show(list(zip((k for k, _ in others), passed, strict=True)))}")
+                self._serve(others, passed)
+            note("  the waiting request is received")
+            self._receive_after_reset(items)
+
+        def _receive_after_reset(self, items: list[tuple[str, bytes]]) -> None:
+            wire: list[tuple[str, bytes | None]] = list(items)
+            resolved: list[bytes] | None = None
+            try:
+                resolved = list(self.pair.receive(wire))
+            except ItemCacheMissError as error:
+                # Allowed: the engine rejects the request, retryably; the resend, after
+                # the keys are invalidated, must then be served (FIC-3).
+                keys = [key for key, _ in items]
+                note(f"  the engine reports a miss ({error}); the client resends")
+                for key in keys:
+                    self.pair.invalidate(key)
+                    self.model.invalidated(key)
+                again = self._send(items)
+                self._receive(items, again, resend_of=keys)
+            except Exception as error:  # noqa: BLE001 - judged: only the miss is allowed
+                _never_raises(
+                    "FIC-4",
+                    f"receiving {_show(wire)} after the reset it waited across",
+                    error,
+                    "a request waiting across a reset must be served its data or rejected "
+                    "retryably, not take the engine down",
+                )
+            if resolved is not None:
+                check(
+                    len(resolved) == len(items),
+                    "FIC-4",
+                    f"the receiver resolved {len(resolved)} items for a request of "
+                    f"{len(items)}",
+                )
+                for (key, payload), got in zip(items, resolved, strict=True):
+                    check(
+                        got == payload,
+                        "FIC-4",
+                        f"item {key} was sent with its payload {payload!r} before the reset "
+                        f"and received after it as {got!r}: the waiting request is served "
+                        f"another item's data",
+                    )
+                    self.model.received(key, payload)
+                self.reached("served_across_reset")
+            # Received out of the sender's order: the halves may now disagree on any key
+            # (a later omitted key may miss, retryably: FIC-2, FIC-3).
+            self.model.reordered(KEYS)
+
+        @rule(draw=ITEMS)
         def dropped_request(self, draw: list[tuple[str, int]]) -> None:
             """Processed by the front end, rejected before the engine: the sender only."""
             items = [(key, _payload_of(key, variant)) for key, variant in draw]
@@ -210,7 +298,7 @@ def item_cache_machine(parts: Parts) -> Runnable:
                 f"request {_show(list(zip((k for k, _ in items), sent, strict=True)))} "
                 f"is dropped before the engine"
             )
-            self.model.dropped([key for key, _ in items])
+            self.model.dropped(list(zip((key for key, _ in items), sent, strict=True)))
 
         @precondition(lambda self: bool(self.model.last_received))
         @rule()

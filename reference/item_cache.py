@@ -1,4 +1,4 @@
-"""The front-end item cache (SPEC.md FIC-1..3): the API process's sender half and the
+"""The front-end item cache (SPEC.md FIC-1..4): the API process's sender half and the
 engine core's receiver half of vLLM's multimodal processor cache.
 
 A processed multimodal item crosses from the API process (vLLM's P0) to the engine core
@@ -16,7 +16,9 @@ only. The receiver then answers an omitted item it lacks with ``ItemCacheMissErr
 ``invalidate`` the key, and the resend carries the data (FIC-2). A payload that is sent
 always wins over what the receiver holds under its key (FIC-1): with client-chosen keys
 (HASH-7) the same key can arrive with other data, and a stale entry must not pair the new
-request's placeholders with the old item.
+request's placeholders with the old item. A request received after a reset that came
+after its send (it waited in the engine's queue) is served the payloads it carried, as
+any other (FIC-4): nothing it reads was kept in a store the reset emptied.
 
 Mirrors vLLM 0.33 ``vllm/multimodal/cache/lru.py``: ``LruKeyReplicatedSenderCache``,
 ``LruKeyReplicatedReceiverCache`` (``get_and_update_item``, ``invalidate``,

@@ -481,7 +481,9 @@ class ItemCache(Protocol):
     """The front-end item cache (FIC): the API process's sender half and the engine
     core's receiver half of vLLM's multimodal processor cache, built from one capacity in
     bytes (an item weighs its payload's length). Each request's items pass ``send`` and
-    then ``receive``; a request dropped between the two passes ``send`` only."""
+    then ``receive``; a request dropped between the two passes ``send`` only, and one
+    that waits in the engine may pass ``receive`` after a ``clear`` and other requests
+    (FIC-4)."""
 
     def send(self, items: list[tuple[str, bytes]]) -> list[bytes | None]:
         """The sender: per item, its payload, or None when the engine holds its key (the

@@ -81,7 +81,7 @@ ADAPTER = Adapter(
 '''
 
 #: The optional clauses (each "not provided" for LACKING), and one it provides.
-OPTIONAL = ["HASH-7", "HASH-8", "FIC-1", "FIC-2", "FIC-3",
+OPTIONAL = ["HASH-7", "HASH-8", "FIC-1", "FIC-2", "FIC-3", "FIC-4",
             "SYS-11", "SYS-12", "SYS-13", "SYS-14", "SYS-15", "SYS-16"]
 ONLY = [*OPTIONAL, "HASH-1"]
 ENGINE_ITEM = (

@@ -197,3 +197,26 @@ def test_v28_to_v30_a_hybrid_models_chunks_through_vllms_scheduler(version: str)
             "finished": [], "chunks": [], "splits_the_image": False
         }, facts
         assert facts["repeat"]["prefix_hit"] == 2, facts
+
+
+_REPRO_SHM = ROOT / "adapters" / "vllm" / "repro_shm_reset.py"
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_v31_a_request_waiting_across_a_cache_clear_reads_a_recycled_shm_slot(
+    version: str,
+) -> None:
+    """Finding V31 through vLLM's shared-memory processor cache pair (docs/findings.md): a
+    request sent before the sender's clear and read by the worker after a later request's
+    item was written — 0.22.1 serves it the later request's image, 0.33.0 raises in the
+    worker's read (the engine core stops)."""
+    completed = _run_repro(_REPRO_SHM, version)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    lines = completed.stdout.strip().splitlines()
+    facts = json.loads(lines[-1])
+    assert "r2 (image A) sent and scheduled: the worker reads b'aaaa'" in lines, lines
+    if version == "0.22.1":
+        assert facts == {"served": "aaaa", "wrong_image": True, "error": ""}, lines
+    else:
+        assert facts["served"] is None and facts["wrong_image"] is False, facts
+        assert facts["error"].startswith("ValueError: Data for address:id"), facts

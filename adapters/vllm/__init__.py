@@ -19,6 +19,9 @@ hasher                   ``vllm.multimodal.hasher.MultiModalHasher.hash_kwargs``
 splice                   ``vllm.model_executor.models.utils._merge_multimodal_embeddings``
 block_hasher             ``vllm.v1.core.kv_cache_utils``: ``get_request_block_hasher``,
                          ``generate_block_hash_extra_keys``
+item_cache               ``vllm.multimodal.cache``: the LRU sender/receiver pair, or with
+                         ``$MMSPEC_VLLM_PROCESSOR_CACHE=shm`` the shared-memory pair
+                         (:mod:`adapters.vllm.item_cache_shm`)
 worker_store             ``vllm.v1.worker.gpu_model_runner.GPUModelRunner``:
                          ``_process_encoder_cache_scheduler_output`` (0.33.0),
                          ``_execute_mm_encoder``, ``_gather_mm_embeddings`` on a runner
@@ -47,6 +50,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from harness.declared import PROCESSOR_CACHE_VARIABLE, processor_cache_variant
 from spec.adapter import Adapter
 from spec.types import SchedulerConfig
 
@@ -140,6 +144,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
     from .hasher import VllmHasher
     from .hook import VllmSchedulingHook
     from .item_cache import VllmItemCache
+    from .item_cache_shm import VllmShmItemCache
     from .prefix import VllmBlockHasher
     from .runner import VllmWorkerStore
     from .splice import VllmSplice
@@ -157,6 +162,8 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
             )
             continue
         apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[component])
+
+    processor_cache = processor_cache_type()
 
     def provided(component: str, factory: Callable[..., Any]) -> Callable[..., Any] | None:
         return factory if component in apis else None
@@ -179,7 +186,12 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         block_hasher=provided(
             "block_hasher", lambda size: VllmBlockHasher(code, apis["block_hasher"], size)
         ),
-        item_cache=provided("item_cache", lambda capacity: VllmItemCache(code, capacity)),
+        item_cache=provided(
+            "item_cache",
+            (lambda capacity: VllmShmItemCache(code, capacity))
+            if processor_cache == "shm"
+            else (lambda capacity: VllmItemCache(code, capacity)),
+        ),
         worker_store=provided(
             "worker_store", lambda: VllmWorkerStore(code, apis["worker_store"])
         ),
@@ -189,9 +201,37 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         implemented_by={
             "engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else "",
             "worker_store": _WORKER_STORE if "worker_store" in apis else "",
+            "item_cache": _ITEM_CACHE[processor_cache] if "item_cache" in apis else "",
         },
     )
     return adapter, reasons, apis
+
+
+#: What the report header says of each pair (adapters/vllm/item_cache*.py).
+_ITEM_CACHE = {
+    "lru": (
+        "vLLM's LRU processor cache pair (mm_processor_cache_type='lru', the default): "
+        "the API process's sender shadow and the engine core's receiver; stand-in: the "
+        "model config handing over vLLM's MultiModalConfig"
+    ),
+    "shm": (
+        "vLLM's shared-memory processor cache pair (mm_processor_cache_type='shm'): "
+        "ShmObjectStoreSenderCache, the writer of a ring in /dev/shm, and the worker's "
+        "ShmObjectStoreReceiverCache; stand-ins: the VllmConfig (world_size 1, vLLM's "
+        "MultiModalConfig), the worker lock, a segment name per pair, the ring scaled "
+        "to the serialised items (adapters/vllm/item_cache_shm.py)"
+    ),
+}
+
+
+def processor_cache_type() -> str:
+    """The pair ``$MMSPEC_VLLM_PROCESSOR_CACHE`` names (``lru`` when unset)."""
+    chosen = processor_cache_variant()
+    if chosen not in _ITEM_CACHE:
+        raise VllmSourceError(
+            f"{PROCESSOR_CACHE_VARIABLE}={chosen!r}: choose one of {', '.join(_ITEM_CACHE)}"
+        )
+    return chosen
 
 
 #: What the report header says of the worker store (adapters/vllm/runner.py).

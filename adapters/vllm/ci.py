@@ -14,10 +14,15 @@ verdicts with the findings declared for it (``adapters/vllm/expected/<version>.j
    output: what changed from 0.22.1 to 0.33.0);
 5. runs ``tests/test_vllm_adapter.py``, ``tests/test_vllm_engine.py`` and
    ``tests/test_vllm_runner.py`` with ``MMSPEC_REQUIRE_VLLM=1`` on the first worker step 2
-   frees (their output is printed whole at the end), so that their vLLM tests fail
+   frees, in two pytest-xdist workers (their output is printed whole at the end), so
+   that their vLLM tests fail
    instead of skipping (the proof that the adapter runs vLLM's code, that vLLM's
    Scheduler, the engine loop, never calls a stand-in, and that the runner's methods
-   behind the worker store call only the one listed).
+   behind the worker store call only the one listed);
+6. runs each processor cache variant a release declares (``"variants"``: ``shm``, vLLM's
+   shared-memory pair, with ``$MMSPEC_VLLM_PROCESSOR_CACHE``) on the properties it
+   declares, saved as ``<version>-<variant>.json``/``.txt``, and compares them with its
+   rows.
 
 Exit status 0 when everything matches, 1 otherwise.
 """
@@ -25,6 +30,7 @@ Exit status 0 when everything matches, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import os
@@ -32,7 +38,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -50,7 +56,12 @@ from harness.baseline import (  # noqa: E402 - after the path set-up above
     load_verdicts,
     render_differences,
 )
-from harness.declared import load_declaration  # noqa: E402
+from harness.declared import (  # noqa: E402
+    DEFAULT_VARIANT,
+    PROCESSOR_CACHE_VARIABLE,
+    load_declaration,
+    variant_rows,
+)
 
 
 def _sibling(name: str) -> ModuleType:
@@ -80,20 +91,34 @@ class Expected:
     components: dict[str, str]
     #: (clause, property) -> (verdict, finding id)
     rows: dict[tuple[str, str], tuple[str, str]]
+    #: processor cache variant -> (the properties it runs, their declared rows)
+    variants: dict[str, tuple[tuple[str, ...], dict[tuple[str, str], tuple[str, str]]]] = (
+        field(default_factory=dict)
+    )
 
 
 def load_expected(path: Path) -> Expected:
     data: Any = json.loads(path.read_text(encoding="utf-8"))
-    rows = {
-        (str(r["clause"]), str(r["property"])): (str(r["verdict"]), str(r["finding"]))
-        for r in data["expected"]
-    }
+    variants = {}
+    for name, declared in data.get("variants", {}).items():
+        properties = tuple(str(p) for p in declared["properties"])
+        rows = variant_rows(data, str(name), path)
+        variants[str(name)] = (
+            properties, {key: row for key, row in rows.items() if key[1] in properties}
+        )
     return Expected(
         version=str(data["version"]),
         profile=str(data["profile"]),
         components={str(k): str(v) for k, v in data["components"].items()},
-        rows=rows,
+        rows=variant_rows(data, DEFAULT_VARIANT, path),
+        variants=variants,
     )
+
+
+def for_variant(expected: Expected, variant: str) -> Expected:
+    """The declaration a run of ``variant``'s properties alone is compared with."""
+    _properties, rows = expected.variants[variant]
+    return dataclasses.replace(expected, rows=rows, variants={})
 
 
 def pinned_versions() -> list[Expected]:
@@ -140,20 +165,27 @@ def compare(expected: Expected, saved: SavedVerdicts) -> list[str]:
     return problems
 
 
-def verify_version(expected: Expected, tree: Path, out: Path) -> tuple[Path, float, int]:
-    """Run the suite on ``tree`` in a child process; the saved verdicts' path, seconds
-    and exit status."""
-    saved = out / f"{expected.version}.json"
+def verify_version(
+    expected: Expected, tree: Path, out: Path, variant: str = DEFAULT_VARIANT
+) -> tuple[Path, float, int]:
+    """Run the suite on ``tree`` in a child process — for a processor cache ``variant``
+    other than the default, only the properties it declares, with
+    ``$MMSPEC_VLLM_PROCESSOR_CACHE`` set; the saved verdicts' path, seconds and exit
+    status."""
+    stem = expected.version if variant == DEFAULT_VARIANT else f"{expected.version}-{variant}"
+    saved = out / f"{stem}.json"
     command = [
         sys.executable, "-m", "properties", "verify", "--adapter", ADAPTER,
         "--profile", expected.profile, "--vllm-src", str(tree), "--save-report", str(saved),
     ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("MMSPEC_VLLM_SRC", None)
+    env.pop(PROCESSOR_CACHE_VARIABLE, None)
+    if variant != DEFAULT_VARIANT:
+        command += ["--only", *expected.variants[variant][0]]
+        env[PROCESSOR_CACHE_VARIABLE] = variant
     started = time.perf_counter()
-    with (out / f"{expected.version}.txt").open("w") as report, (
-        out / f"{expected.version}.log"
-    ).open("w") as log:
+    with (out / f"{stem}.txt").open("w") as report, (out / f"{stem}.log").open("w") as log:
         status = subprocess.run(command, cwd=ROOT, env=env, stdout=report, stderr=log).returncode
     return saved, time.perf_counter() - started, status
 
@@ -169,8 +201,10 @@ def run_tests(trees: dict[str, Path], out: Path) -> tuple[Path, float, int]:
     that file's path, the seconds and the exit status."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMSPEC_REQUIRE_VLLM="1")
     env["MMSPEC_VLLM_TREES"] = os.pathsep.join(f"{v}={t}" for v, t in trees.items())
+    # Two xdist workers: the tests start beside the slower release, and take its
+    # worker too when it is done (26 tests of 15-45 s each, every one its own processes).
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               *VLLM_TESTS]
+               "-n", "2", "--dist", "worksteal", *VLLM_TESTS]
     output = out / "tests.txt"
     started = time.perf_counter()
     with output.open("w") as sink:
@@ -200,9 +234,16 @@ def main(argv: list[str] | None = None) -> int:
 
     # The slowest release first (the oldest: it fails most, and shrinking is the cost);
     # the tests go to whichever worker frees first, not after every release is done.
+    # The processor cache variants (a property or two each) after the tests: they fit
+    # on the worker the slower release frees while the tests run on the other.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         pending = [pool.submit(verify_version, e, trees[e.version], args.out) for e in declared]
         tests = None if args.skip_tests else pool.submit(run_tests, trees, args.out)
+        variant_runs = [
+            (e, variant, pool.submit(verify_version, e, trees[e.version], args.out, variant))
+            for e in declared
+            for variant in e.variants
+        ]
         runs = [future.result() for future in pending]
 
     ok = True
@@ -229,6 +270,22 @@ def main(argv: list[str] | None = None) -> int:
             ids = sorted((f for f, (c, _) in declaration.findings.items() if c == kind),
                          key=lambda f: int(f[1:]))
             print(f"  {kind}s: {', '.join(ids) or 'none'}")
+        ok = ok and not problems
+
+    for expected, variant, future in variant_runs:
+        saved_path, seconds, status = future.result()
+        label = f"vllm {expected.version} ({PROCESSOR_CACHE_VARIABLE}={variant})"
+        if status not in (0, 1) or not saved_path.is_file():
+            ok = False
+            print(f"{label}: the run failed (exit {status}); see {saved_path.with_suffix('.log')}")
+            continue
+        saved = load_verdicts(saved_path)
+        problems = compare(for_variant(expected, variant), saved)
+        print(f"{label}: {len(saved.rows)} clause rows of "
+              f"{', '.join(expected.variants[variant][0])}, {seconds:.0f} s: "
+              + ("as declared" if not problems else f"{len(problems)} DIFFERENCES"))
+        for problem in problems:
+            print(f"  - {problem}")
         ok = ok and not problems
 
     versions = [e.version for e in declared if e.version in saved_by_version]

@@ -37,8 +37,8 @@ class VllmUnavailableError(ModuleNotFoundError):
 
 
 class VllmSourceError(ImportError):
-    """``$MMSPEC_VLLM_SRC`` does not name a vLLM tree, or vllm was imported from
-    somewhere else."""
+    """``$MMSPEC_VLLM_SRC`` does not name a vLLM tree, vllm was imported from somewhere
+    else, or ``$MMSPEC_VLLM_PROCESSOR_CACHE`` names no pair the adapter knows."""
 
 
 @dataclass(frozen=True)
