@@ -138,21 +138,25 @@ class VllmItemCache:
         return sent
 
     def receive(self, items: list[tuple[str, bytes | None]]) -> list[bytes]:
+        wire = [(key, None if sent is None else self._kwargs_item(sent)) for key, sent in items]
+        return self._resolve(wire, "the receiver cache")
+
+    def _resolve(self, wire: list[tuple[str, Any]], what: str) -> list[bytes]:
+        """The receiver's one call, ``get_and_update_features``, on a request's wire (per
+        item its key and what the sender handed on: a kwargs item, a handle, or None)."""
         inputs = self._code.module("inputs")
         features = [
             inputs.MultiModalFeatureSpec(
-                data=None if sent is None else self._kwargs_item(sent),
+                data=kwargs_item,
                 modality="image",
                 identifier=key,
                 mm_position=inputs.PlaceholderRange(offset=0, length=1),
                 mm_hash=key,
             )
-            for key, sent in items
+            for key, kwargs_item in wire
         ]
         try:
-            resolved = _guarded(
-                "the receiver cache", lambda: self.receiver.get_and_update_features(features)
-            )
+            resolved = _guarded(what, lambda: self.receiver.get_and_update_features(features))
         except Exception as error:
             if self._miss_error is not None and isinstance(error, self._miss_error):
                 raise ItemCacheMissError(str(error)) from None

@@ -12,7 +12,8 @@ the sender wrote to the ring for this request (or passed whole) came *with its
 payload*; an item the sender answered from its cache — held when the request arrived
 (the processor sends no data), or written by an earlier item of the same request under
 the same key (the sender drops the data it is given) — was *left out* (None), as the
-LRU pair's sender leaves it out. The
+LRU pair's sender leaves it out. ``invalidate`` is the base class's: a no-op in 0.33.0 (the
+writer's index cannot drift from its own ring); 0.22.1 has none, as for the LRU pair. The
 handles themselves travel, unchanged, from ``send`` to the ``receive`` of the same
 request: the adapter keeps the wires of requests sent and not yet received, and
 ``receive`` takes the latest one with its keys (the interface has no request ids; a
@@ -39,9 +40,7 @@ import weakref
 from types import SimpleNamespace
 from typing import Any
 
-from spec.errors import ItemCacheMissError
-
-from .item_cache import VllmItemCache, _guarded
+from .item_cache import VllmItemCache
 from .versions import VllmCode
 
 #: The bytes vLLM's ring spends on an item beyond its payload: the msgpack framing of a
@@ -121,30 +120,4 @@ class VllmShmItemCache(VllmItemCache):
         matching = [i for i, wire in enumerate(self._pending) if [k for k, _ in wire] == keys]
         if not matching:
             raise ValueError(f"receive({keys}): no request with these keys was sent")
-        wire = self._pending.pop(matching[-1])
-        inputs = self._code.module("inputs")
-        features = [
-            inputs.MultiModalFeatureSpec(
-                data=kwargs_item,
-                modality="image",
-                identifier=key,
-                mm_position=inputs.PlaceholderRange(offset=0, length=1),
-                mm_hash=key,
-            )
-            for key, kwargs_item in wire
-        ]
-        try:
-            resolved = _guarded(
-                "the worker's receiver cache",
-                lambda: self.receiver.get_and_update_features(features),
-            )
-        except Exception as error:
-            if self._miss_error is not None and isinstance(error, self._miss_error):
-                raise ItemCacheMissError(str(error)) from None
-            raise
-        return [self._payload(feature.data) for feature in resolved]
-
-    def invalidate(self, key: str) -> None:
-        # The base class's no-op in 0.33.0 (a writer's index cannot drift from its own
-        # ring); 0.22.1 has no invalidate at all, as for the LRU pair.
-        super().invalidate(key)
+        return self._resolve(self._pending.pop(matching[-1]), "the worker's receiver cache")
