@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.declared import CLASSES, judge, load_declaration, release_of
+import pytest
+
+from harness.declared import CLASSES, DeclarationError, judge, load_declaration, release_of
 from harness.runner import ClauseRow, Report, Verdict
 
 
@@ -77,3 +79,28 @@ def test_the_release_is_read_from_the_adapter_name() -> None:
     assert release_of(report_with([], "vllm 0.33.0 (source tree /x)")) == "0.33.0"
     assert release_of(report_with([], "vllm 0.33.1.dev5+gabc (source tree /x)")) is None
     assert release_of(report_with([], "reference")) is None
+
+
+def test_a_processor_cache_variant_replaces_its_properties_rows_and_no_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MMSPEC_VLLM_PROCESSOR_CACHE=shm: the declaration's ItemCacheMachine rows are the
+    variant's (V31), every other row the release's; a variant no file declares is refused
+    in one line."""
+    for version in ("0.22.1", "0.33.0"):
+        default = load_declaration(version, "lru")
+        shm = load_declaration(version, "shm")
+        assert default is not None and shm is not None
+        fic = {k: v for k, v in shm.rows.items() if k[1] == "ItemCacheMachine"}
+        assert fic == {
+            ("FIC-3", "ItemCacheMachine"): ("blocked", "V31"),
+            ("FIC-4", "ItemCacheMachine"): ("FAIL", "V31"),
+        }
+        others = {k: v for k, v in default.rows.items() if k[1] != "ItemCacheMachine"}
+        assert {k: v for k, v in shm.rows.items() if k[1] != "ItemCacheMachine"} == others
+        assert ("FIC-4", "ItemCacheMachine") not in default.rows  # the LRU pair passes it
+    monkeypatch.setenv("MMSPEC_VLLM_PROCESSOR_CACHE", "shm")
+    from_env, shm_033 = load_declaration("0.33.0"), load_declaration("0.33.0", "shm")
+    assert from_env is not None and shm_033 is not None and from_env.rows == shm_033.rows
+    with pytest.raises(DeclarationError, match="MMSPEC_VLLM_PROCESSOR_CACHE=foo"):
+        load_declaration("0.33.0", "foo")
