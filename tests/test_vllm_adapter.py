@@ -55,6 +55,7 @@ def vllm_tree(version: str) -> Path:
 def child_env(tree: Path | None) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("MMSPEC_VLLM_SRC", None)
+    env.pop("MMSPEC_VLLM_PROCESSOR_CACHE", None)  # the default pair unless a test says
     if tree is not None:
         env["MMSPEC_VLLM_SRC"] = str(tree)
     return env
@@ -184,6 +185,20 @@ def test_a_path_that_is_no_vllm_tree_is_refused(tmp_path: Path) -> None:
     assert completed.returncode != 0
     assert "VllmSourceError" in completed.stderr
     assert f"{tmp_path}/vllm/__init__.py" in completed.stderr
+
+
+def test_a_processor_cache_pair_it_does_not_know_is_refused_before_vllm_loads() -> None:
+    """MMSPEC_VLLM_PROCESSOR_CACHE names the item cache pair (lru, shm): any other value
+    is one line naming the choices, with or without vLLM installed."""
+    env = dict(child_env(None), MMSPEC_VLLM_PROCESSOR_CACHE="foo")
+    completed = subprocess.run(
+        [sys.executable, "-c", "import adapters.vllm"], cwd=ROOT, env=env,
+        capture_output=True, text=True,
+    )
+    assert completed.returncode != 0
+    assert "VllmSourceError: MMSPEC_VLLM_PROCESSOR_CACHE='foo': choose one of lru, shm" in (
+        completed.stderr
+    ), completed.stderr[-2000:]
 
 
 def test_without_vllm_the_adapter_fails_to_load_with_one_clear_line() -> None:

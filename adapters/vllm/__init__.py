@@ -163,8 +163,6 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
             continue
         apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[component])
 
-    processor_cache = processor_cache_type()
-
     def provided(component: str, factory: Callable[..., Any]) -> Callable[..., Any] | None:
         return factory if component in apis else None
 
@@ -189,7 +187,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         item_cache=provided(
             "item_cache",
             (lambda capacity: VllmShmItemCache(code, capacity))
-            if processor_cache == "shm"
+            if PROCESSOR_CACHE == "shm"
             else (lambda capacity: VllmItemCache(code, capacity)),
         ),
         worker_store=provided(
@@ -201,7 +199,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
         implemented_by={
             "engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else "",
             "worker_store": _WORKER_STORE if "worker_store" in apis else "",
-            "item_cache": _ITEM_CACHE[processor_cache] if "item_cache" in apis else "",
+            "item_cache": _ITEM_CACHE[PROCESSOR_CACHE] if "item_cache" in apis else "",
         },
     )
     return adapter, reasons, apis
@@ -265,6 +263,8 @@ def _engine_loop_modes(code: VllmCode) -> str:
     )
 
 
+# Checked before vLLM is imported: a pair the adapter does not know is one line at once.
+PROCESSOR_CACHE = processor_cache_type()
 VLLM, SOURCE = load_vllm()
 CODE = _import_code()
 ADAPTER, NOT_PROVIDED, APIS = _build(SOURCE, CODE)

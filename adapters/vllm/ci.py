@@ -200,6 +200,7 @@ def run_tests(trees: dict[str, Path], out: Path) -> tuple[Path, float, int]:
     run beside a release's verification, so their lines must not interleave with it);
     that file's path, the seconds and the exit status."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMSPEC_REQUIRE_VLLM="1")
+    env.pop(PROCESSOR_CACHE_VARIABLE, None)
     env["MMSPEC_VLLM_TREES"] = os.pathsep.join(f"{v}={t}" for v, t in trees.items())
     # Two xdist workers: the tests start beside the slower release, and take its
     # worker too when it is done (26 tests of 15-45 s each, every one its own processes).
