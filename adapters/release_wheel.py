@@ -9,12 +9,15 @@ its compiled extensions (``.so``), which nothing here loads — into
 ``CACHE/PACKAGE-VERSION``. A tree already unpacked is reused; a wheel already downloaded
 is not fetched again. Only an exact version is accepted, never "latest".
 
-The tree is compiled to bytecode once, as it is unpacked (``compileall``, the running
-interpreter's cache tag): this machine and CI's run with ``PYTHONDONTWRITEBYTECODE=1``,
-so a tree left as source would be compiled anew by every process that imports it — the
-engine jobs start dozens (each suite, each test's child, each reproducer). Importing
-vLLM 0.33.0's adapter took 18.9 CPU s from the source alone and 12.5 s compiled; 0.22.1's
-13.7 and 11.8 s (docs/verdict_cost.md).
+Where ``compiled`` says so, the tree is compiled to bytecode once, as it is unpacked
+(``compileall``, the running interpreter's cache tag): this machine and CI's run with
+``PYTHONDONTWRITEBYTECODE=1``, so a tree left as source is compiled anew by every
+process that imports it. For vLLM that pays: its job starts about forty (each suite,
+each test's child, each reproducer), and importing the adapter took 18.9 CPU s from
+0.33.0's source and 12.5 s compiled (0.22.1: 13.7 and 11.8 s), for 7.5 s of compiling a
+tree once. For SGLang it does not: its trees are larger (about 17 s each to compile), a
+process imports a small part of one (1.5 s saved), and its job starts about six per
+release.
 
 Standard library only, loaded by path: importing ``adapters.vllm`` or
 ``adapters.sglang`` imports the engine, and putting ``adapters/`` on ``sys.path`` would
@@ -57,6 +60,8 @@ class ReleaseWheel:
     package: str
     display: str
     example: str
+    #: compile the tree to bytecode as it is unpacked (see the module docstring)
+    compiled: bool = False
 
     @property
     def default_cache(self) -> Path:
@@ -117,12 +122,13 @@ class ReleaseWheel:
                     raise FetchError(f"{wheel} holds no {prefix}__init__.py")
                 for name in members:
                     archive.extract(name, partial)
-            # Compiled where it will lie (``ddir``), so that tracebacks name the tree;
-            # a file this interpreter cannot compile is left as source (only an import
-            # of it would fail, as it would have anyway).
-            compileall.compile_dir(
-                partial / self.package, ddir=tree / self.package, quiet=2, workers=1
-            )
+            if self.compiled:
+                # Compiled where it will lie (``ddir``), so that tracebacks name the
+                # tree; a file this interpreter cannot compile is left as source (only
+                # an import of it would fail, as it would have anyway).
+                compileall.compile_dir(
+                    partial / self.package, ddir=tree / self.package, quiet=2, workers=1
+                )
             digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
             (partial / _STAMP).write_text(f"{wheel.name} sha256:{digest}\n")
         except BaseException:

@@ -39,7 +39,7 @@ def test_an_unpacked_tree_is_compiled_where_it_lies(tmp_path: Path) -> None:
         archive.writestr("toyengine/core.py", source)
         archive.writestr("toyengine/_native.so", b"\x7fELF")  # never unpacked
         archive.writestr("toyengine-1.2.3.dist-info/METADATA", "Name: toyengine\n")
-    releases = release_wheel.ReleaseWheel("toyengine", "Toy", "1.2.3")
+    releases = release_wheel.ReleaseWheel("toyengine", "Toy", "1.2.3", compiled=True)
     tree = releases.fetch("1.2.3", cache, quiet=True)
 
     assert tree == cache / "toyengine-1.2.3"
@@ -69,3 +69,16 @@ def test_an_unpacked_tree_is_compiled_where_it_lies(tmp_path: Path) -> None:
     assert compiled == "0"
     assert Path(cached).is_file()
     assert where == str(tree / "toyengine" / "core.py")
+
+
+def test_only_an_engine_that_asks_gets_its_tree_compiled(tmp_path: Path) -> None:
+    """vLLM's fetch compiles (its job imports the tree dozens of times), SGLang's does
+    not (its trees cost more to compile than its few processes would save)."""
+    for engine, compiled in (("vllm", True), ("sglang", False)):
+        spec = importlib.util.spec_from_file_location(
+            f"_test_{engine}_fetch", ROOT / "adapters" / engine / "fetch.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert module.RELEASES.compiled is compiled, engine

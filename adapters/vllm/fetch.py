@@ -36,7 +36,7 @@ def _release_wheel() -> object:
 
 _shared = _release_wheel()
 FetchError = _shared.FetchError  # type: ignore[attr-defined]
-RELEASES = _shared.ReleaseWheel("vllm", "vLLM", "0.22.1")  # type: ignore[attr-defined]
+RELEASES = _shared.ReleaseWheel("vllm", "vLLM", "0.22.1", compiled=True)  # type: ignore[attr-defined]
 #: Where trees and wheels go by default (ignored by git).
 DEFAULT_CACHE: Path = RELEASES.default_cache
 tree_dir = RELEASES.tree_dir
