@@ -28,11 +28,18 @@ from harness.runner import ACCEPTED, Report
 
 EXPECTED_DIR = names.HOME / "adapters" / "vllm" / "expected"
 CLASSES = ("defect", "hazard")
-#: The environment variable naming the processor cache pair behind the vLLM adapter's
-#: ``item_cache`` (adapters/vllm/item_cache_shm.py); a declaration file declares the rows
-#: of each pair but the default under ``"variants"``.
-PROCESSOR_CACHE_VARIABLE = "MMSPEC_VLLM_PROCESSOR_CACHE"
-DEFAULT_VARIANT = "lru"
+#: The environment variables naming the processor cache pair behind the vLLM adapter's
+#: ``item_cache`` (``lru``, ``shm``: adapters/vllm/item_cache*.py) and the model runner
+#: whose code is behind its ``worker_store`` (``v1``, ``GPUModelRunner``:
+#: adapters/vllm/runner.py; ``v2``, model runner V2's ``EncoderCache``:
+#: adapters/vllm/runner_v2.py).
+PROCESSOR_CACHE_VARIABLE, MODEL_RUNNER_VARIABLE = names.CODE_SELECTING_VARIABLES
+#: Each variable that puts other vLLM code behind a component, with its default. A
+#: declaration file declares the rows of each other value (a *variant*, named by the
+#: value: ``shm``, ``v2``) under ``"variants"``; one variant runs at a time.
+VARIANT_VARIABLES: dict[str, str] = {PROCESSOR_CACHE_VARIABLE: "lru", MODEL_RUNNER_VARIABLE: "v1"}
+#: The variant of a run with every variable at its default.
+DEFAULT_VARIANT = "default"
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,40 @@ class DeclarationError(ValueError):
     """A declaration file that is malformed (a finding without a class, say)."""
 
 
-def processor_cache_variant() -> str:
-    """The processor cache pair the vLLM adapter runs (``$MMSPEC_VLLM_PROCESSOR_CACHE``:
-    ``lru``, vLLM's default, when unset)."""
-    return os.environ.get(PROCESSOR_CACHE_VARIABLE, "") or DEFAULT_VARIANT
+def setting(variable: str) -> str:
+    """The value of one of :data:`VARIANT_VARIABLES` (its default when unset or empty)."""
+    return os.environ.get(variable, "") or VARIANT_VARIABLES[variable]
+
+
+def variant_environment(variant: str) -> dict[str, str]:
+    """The environment that runs ``variant`` (empty for the default): the variable whose
+    value it is. Raises :class:`DeclarationError` for a name no variable takes."""
+    if variant == DEFAULT_VARIANT:
+        return {}
+    for variable, default in VARIANT_VARIABLES.items():
+        if variant in _VALUES[variable] and variant != default:
+            return {variable: variant}
+    raise DeclarationError(f"no variable selects a variant named {variant!r}")
+
+
+#: The values each variable takes (adapters/vllm/__init__.py checks them before vLLM loads).
+_VALUES: dict[str, tuple[str, ...]] = {
+    PROCESSOR_CACHE_VARIABLE: ("lru", "shm"),
+    MODEL_RUNNER_VARIABLE: ("v1", "v2"),
+}
+
+
+def active_variant() -> str:
+    """The variant the environment runs: the one variable set to another value than its
+    default names it; :data:`DEFAULT_VARIANT` when none is. Two at once is refused: the
+    declarations hold each variant's rows against the release's defaults."""
+    chosen = {v: setting(v) for v, default in VARIANT_VARIABLES.items() if setting(v) != default}
+    if len(chosen) > 1:
+        raise DeclarationError(
+            "one variant at a time: "
+            + " and ".join(f"{variable}={value}" for variable, value in chosen.items())
+        )
+    return next(iter(chosen.values()), DEFAULT_VARIANT)
 
 
 def _rows(entries: Any) -> dict[tuple[str, str], tuple[str, str]]:
@@ -64,28 +101,28 @@ def _rows(entries: Any) -> dict[tuple[str, str], tuple[str, str]]:
 def variant_rows(
     data: Any, variant: str, path: object
 ) -> dict[tuple[str, str], tuple[str, str]]:
-    """A declaration file's rows for the processor cache ``variant``: the release's rows,
-    with those of the properties the variant declares (``"variants"``) replaced by its
-    own."""
+    """A declaration file's rows for ``variant``: the release's rows, with those of the
+    properties the variant declares (``"variants"``) replaced by its own."""
     rows = _rows(data["expected"])
     if variant == DEFAULT_VARIANT:
         return rows
     declared: Any = data.get("variants", {}).get(variant)
     if declared is None:
-        raise DeclarationError(f"{path}: no rows declared for {PROCESSOR_CACHE_VARIABLE}={variant}")
+        selected = " ".join(f"{k}={v}" for k, v in variant_environment(variant).items())
+        raise DeclarationError(f"{path}: no rows declared for {selected}")
     replaced = {str(p) for p in declared["properties"]}
     kept = {key: row for key, row in rows.items() if key[1] not in replaced}
     return {**kept, **_rows(declared["expected"])}
 
 
 def load_declaration(version: str, variant: str | None = None) -> Declaration | None:
-    """The declaration of ``version`` for the processor cache ``variant`` (the one the
-    environment names when None), or None when the release is not pinned."""
+    """The declaration of ``version`` for ``variant`` (the one the environment runs when
+    None), or None when the release is not pinned."""
     path = EXPECTED_DIR / f"{version}.json"
     if not path.is_file():
         return None
     data: Any = json.loads(path.read_text(encoding="utf-8"))
-    rows = variant_rows(data, variant or processor_cache_variant(), path)
+    rows = variant_rows(data, variant or active_variant(), path)
     findings = {
         str(k): (str(v["class"]), str(v.get("why", "")))
         for k, v in data.get("findings", {}).items()

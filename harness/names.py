@@ -37,6 +37,14 @@ MAIN: str = "mmspec" if INSTALLED else "properties"
 #: The command a printed replay line starts with.
 COMMAND: str = f"python -m {MAIN}"
 
+#: Environment variables that choose which of an adapter's code runs (the vLLM adapter's
+#: processor cache pair and model runner, harness/declared.py): a replay line sets those
+#: this process has set, so that it runs the same code.
+CODE_SELECTING_VARIABLES: tuple[str, ...] = (
+    "MMSPEC_VLLM_PROCESSOR_CACHE",
+    "MMSPEC_VLLM_MODEL_RUNNER",
+)
+
 #: Whether this copy carries the reference implementation. The checkout and the wheel
 #: do; the student kit (``make student-kit``, docs/grading.md "The student kit") does not:
 #: there, nothing stands in for a component the adapter lacks, and no reproducer gets

@@ -19,19 +19,25 @@ from pathlib import Path
 
 from harness.grading.counterexample import parse_blob
 from harness.loader import names_a_path
-from harness.names import IMPORT_ROOT, INSTALLED, MAIN
+from harness.names import CODE_SELECTING_VARIABLES, IMPORT_ROOT, INSTALLED, MAIN
 
 
 def invocation() -> str:
     """``PYTHONPATH=... /path/to/python -m properties``: our command line as this
-    process would start it again, from any folder."""
+    process would start it again, from any folder, with the variables that chose the
+    code it runs (:data:`~harness.names.CODE_SELECTING_VARIABLES`) as they are set."""
     folders: list[str] = [] if INSTALLED else [str(IMPORT_ROOT)]
     for entry in sys.path:
         folder = os.path.abspath(entry or os.curdir)
         if folder not in folders and os.path.isdir(folder) and not _interpreters(folder):
             folders.append(folder)
     path = f"PYTHONPATH={shlex.quote(os.pathsep.join(folders))} " if folders else ""
-    return f"{path}{shlex.quote(sys.executable)} -m {MAIN}"
+    chosen = "".join(
+        f"{variable}={shlex.quote(value)} "
+        for variable in CODE_SELECTING_VARIABLES
+        if (value := os.environ.get(variable, ""))
+    )
+    return f"{chosen}{path}{shlex.quote(sys.executable)} -m {MAIN}"
 
 
 def _interpreters(folder: str) -> bool:

@@ -8,7 +8,16 @@ import dataclasses
 
 import pytest
 
-from harness.declared import CLASSES, DeclarationError, judge, load_declaration, release_of
+from harness.declared import (
+    CLASSES,
+    DEFAULT_VARIANT,
+    DeclarationError,
+    active_variant,
+    judge,
+    load_declaration,
+    release_of,
+    variant_environment,
+)
 from harness.runner import ClauseRow, Report, Verdict
 
 
@@ -88,7 +97,7 @@ def test_a_processor_cache_variant_replaces_its_properties_rows_and_no_other(
     variant's (V31), every other row the release's; a variant no file declares is refused
     in one line."""
     for version in ("0.22.1", "0.33.0"):
-        default = load_declaration(version, "lru")
+        default = load_declaration(version, DEFAULT_VARIANT)
         shm = load_declaration(version, "shm")
         assert default is not None and shm is not None
         fic = {k: v for k, v in shm.rows.items() if k[1] == "ItemCacheMachine"}
@@ -102,5 +111,34 @@ def test_a_processor_cache_variant_replaces_its_properties_rows_and_no_other(
     monkeypatch.setenv("MMSPEC_VLLM_PROCESSOR_CACHE", "shm")
     from_env, shm_033 = load_declaration("0.33.0"), load_declaration("0.33.0", "shm")
     assert from_env is not None and shm_033 is not None and from_env.rows == shm_033.rows
-    with pytest.raises(DeclarationError, match="MMSPEC_VLLM_PROCESSOR_CACHE=foo"):
+    with pytest.raises(DeclarationError, match="no variable selects a variant named 'foo'"):
         load_declaration("0.33.0", "foo")
+
+
+def test_the_model_runner_variant_replaces_the_worker_store_rows_and_no_other(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MMSPEC_VLLM_MODEL_RUNNER=v2: the WRK properties' rows are V2's (V25 on both
+    releases, as on V1's runner), every other row the release's; the variable names the
+    variant, and two variants at once are refused."""
+    wrk = {"wrk_free_before_store", "wrk_freed_hash_dropped", "wrk_gather_selects_embed_rows",
+           "wrk_chunks_concatenate_to_whole", "wrk_miss_is_an_error"}
+    for version in ("0.22.1", "0.33.0"):
+        default = load_declaration(version, DEFAULT_VARIANT)
+        v2 = load_declaration(version, "v2")
+        assert default is not None and v2 is not None
+        assert {k: v for k, v in v2.rows.items() if k[1] in wrk} == {
+            ("WRK-5", "wrk_miss_is_an_error"): ("FAIL", "V25"),
+        }
+        others = {k: v for k, v in default.rows.items() if k[1] not in wrk}
+        assert {k: v for k, v in v2.rows.items() if k[1] not in wrk} == others
+    assert variant_environment("v2") == {"MMSPEC_VLLM_MODEL_RUNNER": "v2"}
+    assert variant_environment("shm") == {"MMSPEC_VLLM_PROCESSOR_CACHE": "shm"}
+    assert variant_environment(DEFAULT_VARIANT) == {}
+    monkeypatch.setenv("MMSPEC_VLLM_MODEL_RUNNER", "v2")
+    assert active_variant() == "v2"
+    monkeypatch.setenv("MMSPEC_VLLM_PROCESSOR_CACHE", "lru")  # a default: still v2
+    assert active_variant() == "v2"
+    monkeypatch.setenv("MMSPEC_VLLM_PROCESSOR_CACHE", "shm")
+    with pytest.raises(DeclarationError, match="one variant at a time"):
+        active_variant()

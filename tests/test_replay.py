@@ -15,7 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.replay import ReplayBlobError, adapter_argument, blob_argument, parse_replay
+from harness.replay import (
+    ReplayBlobError,
+    adapter_argument,
+    blob_argument,
+    invocation,
+    parse_replay,
+)
 from harness.report import EXAMPLE_REPLAY_HEADING
 from tests.conftest import ROOT
 
@@ -117,3 +123,18 @@ def test_an_adapter_path_becomes_absolute_and_a_module_name_stays(
     assert adapter_argument("zoo/hash_by_length.py") == str(ROOT / "adapters/zoo/hash_by_length.py")
     assert adapter_argument("zoo") == "zoo"  # a module name: the loader imports it
     assert adapter_argument("reference") == "reference"
+
+
+def test_a_replay_line_sets_the_variables_that_chose_the_code_it_ran(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run of the vLLM adapter's model runner V2 (or shared-memory pair) replays V2's
+    code: the line sets each code-selecting variable this process has set, and no
+    other."""
+    monkeypatch.delenv("MMSPEC_VLLM_PROCESSOR_CACHE", raising=False)
+    monkeypatch.delenv("MMSPEC_VLLM_MODEL_RUNNER", raising=False)
+    assert "MMSPEC_VLLM" not in invocation()
+    monkeypatch.setenv("MMSPEC_VLLM_MODEL_RUNNER", "v2")
+    line = invocation()
+    assert line.startswith("MMSPEC_VLLM_MODEL_RUNNER=v2 ")
+    assert "MMSPEC_VLLM_PROCESSOR_CACHE" not in line

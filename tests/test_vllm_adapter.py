@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from harness.baseline import SavedVerdicts, load_verdicts
+from harness.names import CODE_SELECTING_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".vllm-cache"
@@ -55,7 +56,8 @@ def vllm_tree(version: str) -> Path:
 def child_env(tree: Path | None) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("MMSPEC_VLLM_SRC", None)
-    env.pop("MMSPEC_VLLM_PROCESSOR_CACHE", None)  # the default pair unless a test says
+    for variable in CODE_SELECTING_VARIABLES:  # vLLM's defaults unless a test says
+        env.pop(variable, None)
     if tree is not None:
         env["MMSPEC_VLLM_SRC"] = str(tree)
     return env
@@ -199,6 +201,30 @@ def test_a_processor_cache_pair_it_does_not_know_is_refused_before_vllm_loads() 
     assert "VllmSourceError: MMSPEC_VLLM_PROCESSOR_CACHE='foo': choose one of lru, shm" in (
         completed.stderr
     ), completed.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"MMSPEC_VLLM_MODEL_RUNNER": "v3"},
+         "VllmSourceError: MMSPEC_VLLM_MODEL_RUNNER='v3': choose one of v1, v2"),
+        ({"MMSPEC_VLLM_MODEL_RUNNER": "v2", "MMSPEC_VLLM_PROCESSOR_CACHE": "shm"},
+         "VllmSourceError: one variant at a time: MMSPEC_VLLM_PROCESSOR_CACHE=shm and "
+         "MMSPEC_VLLM_MODEL_RUNNER=v2"),
+    ],
+)
+def test_a_model_runner_it_does_not_know_or_two_variants_are_refused_before_vllm_loads(
+    variables: dict[str, str], message: str
+) -> None:
+    """MMSPEC_VLLM_MODEL_RUNNER names the runner behind the worker store (v1, v2); the
+    declarations hold each variant's rows against the release's defaults, so two
+    variants at once are refused too — one line each, with or without vLLM."""
+    completed = subprocess.run(
+        [sys.executable, "-c", "import adapters.vllm"], cwd=ROOT,
+        env={**child_env(None), **variables}, capture_output=True, text=True,
+    )
+    assert completed.returncode != 0
+    assert message in completed.stderr, completed.stderr[-2000:]
 
 
 def test_without_vllm_the_adapter_fails_to_load_with_one_clear_line() -> None:

@@ -128,12 +128,15 @@ print(json.dumps({
 """
 
 
-def run_child(script: str, version: str) -> dict[str, Any]:
-    """``script`` in a child process against the pinned release; its last line, parsed."""
+def run_child(
+    script: str, version: str, variables: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """``script`` in a child process against the pinned release (with ``variables`` set
+    in its environment); its last line, parsed."""
     completed = subprocess.run(
         [sys.executable, "-c", script, str(ROOT)],
         cwd=ROOT,
-        env=child_env(vllm_tree(version)),
+        env={**child_env(vllm_tree(version)), **(variables or {})},
         capture_output=True,
         text=True,
     )

@@ -5,7 +5,9 @@ while the runner's own methods run — ``_execute_mm_encoder``, ``_gather_mm_emb
 that they call none of the project's code but the two stand-ins listed in
 ``adapters/vllm/runner.py`` (the passthrough model's ``embed_multimodal``, the
 late-interaction runner's ``clear``), and that the rows they serve are the stored ones;
-and finding V25's reproducer on each release.
+and finding V25's reproducer on each release. The same for model runner V2's
+``EncoderCache`` and ``EncoderRunner`` behind the store (``MMSPEC_VLLM_MODEL_RUNNER=v2``,
+``adapters/vllm/runner_v2.py``), whose one stand-in called is the passthrough model.
 
 Skips like tests/test_vllm_adapter.py without vLLM's import chain or release trees
 (fails under ``MMSPEC_REQUIRE_VLLM=1``, the CI engine job).
@@ -110,6 +112,92 @@ def test_the_worker_store_is_vllms_runner_and_calls_only_its_listed_stand_in(
     assert result["look_ahead"] == (
         "Encoder cache miss for Z." if version == "0.22.1" else [0]
     )
+
+
+_RUN_V2 = r"""
+import json, sys
+from pathlib import Path
+import numpy as np
+import adapters.vllm as a
+from spec.errors import MissingEmbeddingError
+from spec.types import GatherSpec, PlaceholderRange, WorkerStep
+
+""" + PROFILER + r"""
+store = a.ADAPTER.worker_store()
+runner, cache = store.runner, store.cache
+state = a.CODE.module("v2_model_state").ModelState
+if hasattr(state, "execute_mm_encoder"):  # 0.33.0: the model state's encode-and-store
+    state.execute_mm_encoder = watched(state.execute_mm_encoder)
+else:  # 0.22.1: the runner's two steps, called by the store's three lines
+    runner.prepare_mm_inputs = watched(runner.prepare_mm_inputs)
+    runner.execute_mm_encoder = watched(runner.execute_mm_encoder)
+runner.gather_mm_embeddings = watched(runner.gather_mm_embeddings)
+cache.free_encoder_cache = watched(cache.free_encoder_cache)
+cache.reset_encoder_cache = watched(cache.reset_encoder_cache)
+
+A = np.arange(12, dtype=np.float32).reshape(4, 3)          # 4 embeddings
+B = 100 + np.arange(6, dtype=np.float32).reshape(2, 3)     # 2 embeddings, 3 positions
+a_range = PlaceholderRange(2, 4)
+b_range = PlaceholderRange(7, 3, (True, False, True))
+def g(rid, h, rng, s, e):
+    return GatherSpec(rid, h, rng, s, e)
+rows = []
+rows += store.execute_step(WorkerStep((), {"A": A, "B": B}, (g("r", "A", a_range, 0, 3),)))
+rows += store.execute_step(WorkerStep((), {}, (g("r", "A", a_range, 3, 4),
+                                                g("r", "B", b_range, 0, 3))))
+held_before = sorted(store.held_hashes())
+# A stored again with other rows: 0.33.0's prepare_mm_inputs skips a held hash
+again = store.execute_step(WorkerStep((), {"A": A + 1}, (g("r", "A", a_range, 0, 4),)))
+store.execute_step(WorkerStep(("A",), {}, ()))
+try:
+    store.execute_step(WorkerStep((), {}, (g("s", "A", a_range, 0, 4),)))
+    miss = None
+except MissingEmbeddingError as e:
+    miss = str(e)
+store.execute_step(WorkerStep((), {"C": A}, ()))
+held_before_reset = sorted(store.held_hashes())
+store.reset_encoder_cache()
+print(json.dumps({
+    "called": sorted(called),
+    "vllm_functions": sorted(vllm_functions),
+    "rows": [r.tolist() for r in rows],
+    "expected": [A[:3].tolist(), A[3:].tolist(), B.tolist()],
+    "again": again[0].tolist(),
+    "held": [held_before, held_before_reset, sorted(store.held_hashes())],
+    "miss": miss,
+}))
+"""
+
+
+@pytest.mark.parametrize("version", PINNED)
+def test_model_runner_v2_behind_the_worker_store_calls_only_its_listed_stand_in(
+    version: str,
+) -> None:
+    """``MMSPEC_VLLM_MODEL_RUNNER=v2``: the store is V2's ``EncoderCache`` and
+    ``EncoderRunner`` (adapters/vllm/runner_v2.py), whose code calls none of ours but
+    the passthrough model's ``embed_multimodal``, serves the stored rows, and — on
+    0.33.0 — keeps what it holds for a hash stored again."""
+    result = run_child(_RUN_V2, version, {"MMSPEC_VLLM_MODEL_RUNNER": "v2"})
+    assert result["called"] == ["adapters/vllm/runner.py:embed_multimodal"], result["called"]
+    seen = set(result["vllm_functions"])
+    assert {
+        "prepare_mm_inputs",
+        "group_and_batch_mm_kwargs",
+        "sanity_check_mm_encoder_outputs",
+        "gather_mm_embeddings",
+        "get_embeds_indices_in_range",
+        "free_encoder_cache",
+        "reset_encoder_cache",
+    } <= seen, seen
+    if version != "0.22.1":
+        assert "get_mm_features_in_window" in seen
+    assert result["rows"] == result["expected"]
+    a_rows = [[float(x) for x in row] for row in result["expected"][0] + result["expected"][1]]
+    assert result["again"] == (
+        [[x + 1 for x in row] for row in a_rows] if version == "0.22.1" else a_rows
+    )
+    assert result["held"] == [["A", "B"], ["B", "C"], []]
+    assert result["miss"] == "Encoder cache miss for A."
 
 
 _REPRO_V25 = ROOT / "adapters" / "vllm" / "repro_unchecked_rows.py"

@@ -25,7 +25,10 @@ item_cache               ``vllm.multimodal.cache``: the LRU sender/receiver pair
 worker_store             ``vllm.v1.worker.gpu_model_runner.GPUModelRunner``:
                          ``_process_encoder_cache_scheduler_output`` (0.33.0),
                          ``_execute_mm_encoder``, ``_gather_mm_embeddings`` on a runner
-                         built without ``__init__`` (:mod:`adapters.vllm.runner`)
+                         built without ``__init__`` (:mod:`adapters.vllm.runner`); or
+                         with ``$MMSPEC_VLLM_MODEL_RUNNER=v2`` model runner V2's
+                         ``EncoderCache`` and ``EncoderRunner``
+                         (:mod:`adapters.vllm.runner_v2`)
 engine_loop              ``vllm.v1.core.sched.scheduler.Scheduler`` (``schedule``,
                          ``update_from_output``, ``finish_requests``,
                          ``_preempt_request``), a model-runner stand-in answering each
@@ -50,7 +53,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.declared import PROCESSOR_CACHE_VARIABLE, processor_cache_variant
+from harness.declared import (
+    MODEL_RUNNER_VARIABLE,
+    PROCESSOR_CACHE_VARIABLE,
+    DeclarationError,
+    active_variant,
+    setting,
+)
 from spec.adapter import Adapter
 from spec.types import SchedulerConfig
 
@@ -84,6 +93,9 @@ MODULES: dict[str, str] = {
     "mm_cache": "vllm.multimodal.cache",
     "engine_core": "vllm.v1.engine.core",
     "gpu_model_runner": "vllm.v1.worker.gpu_model_runner",
+    "v2_encoder_cache": "vllm.v1.worker.gpu.mm.encoder_cache",
+    "v2_encoder_runner": "vllm.v1.worker.gpu.mm.encoder_runner",
+    "v2_model_state": "vllm.v1.worker.gpu.model_states.interface",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -98,6 +110,8 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
     "item_cache": ("inputs", "config", "mm_cache"),
     "worker_store": ("inputs", "gpu_model_runner"),
+    # model runner V2's (MMSPEC_VLLM_MODEL_RUNNER=v2), in place of the row above
+    "worker_store_v2": ("inputs", "v2_encoder_cache", "v2_encoder_runner", "v2_model_state"),
     "engine_loop": (
         *_REQUEST_ROLES,
         "encoder_cache_manager",
@@ -130,8 +144,14 @@ def _import_code() -> VllmCode:
     return VllmCode(modules=modules, errors=errors)
 
 
+def _variant_of(component: str) -> str:
+    """The row of :data:`ROLES_BY_COMPONENT` (and of ``versions.ROWS_BY_COMPONENT``)
+    that ``component`` reads in this run."""
+    return "worker_store_v2" if component == "worker_store" and MODEL_RUNNER == "v2" else component
+
+
 def _missing_roles(code: VllmCode, component: str) -> list[str]:
-    roles = list(ROLES_BY_COMPONENT[component])
+    roles = list(ROLES_BY_COMPONENT[_variant_of(component)])
     if component in ("block_hasher", "engine_loop") and not code.has("hashing"):
         roles.append("utils")
     return [role for role in roles if not code.has(role)]
@@ -147,11 +167,14 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
     from .item_cache_shm import VllmShmItemCache
     from .prefix import VllmBlockHasher
     from .runner import VllmWorkerStore
+    from .runner_v2 import VllmV2WorkerStore
     from .splice import VllmSplice
 
     reasons: dict[str, str] = {}
     apis: dict[str, Api] = {}
     for component in ROLES_BY_COMPONENT:
+        if component == "worker_store_v2":
+            continue  # worker_store's row when MMSPEC_VLLM_MODEL_RUNNER=v2
         missing = _missing_roles(code, component)
         if missing:
             reasons[component] = "; ".join(code.errors[role] for role in missing)
@@ -161,7 +184,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
                 f"{MODULES['encoder_cache_manager']} has no EncoderDecoderCacheManager"
             )
             continue
-        apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[component])
+        apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[_variant_of(component)])
 
     def provided(component: str, factory: Callable[..., Any]) -> Callable[..., Any] | None:
         return factory if component in apis else None
@@ -191,14 +214,17 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
             else (lambda capacity: VllmItemCache(code, capacity)),
         ),
         worker_store=provided(
-            "worker_store", lambda: VllmWorkerStore(code, apis["worker_store"])
+            "worker_store",
+            (lambda: VllmV2WorkerStore(code, apis["worker_store"]))
+            if MODEL_RUNNER == "v2"
+            else (lambda: VllmWorkerStore(code, apis["worker_store"])),
         ),
         engine_loop=(
             engine_loop_factory(code, apis["engine_loop"]) if "engine_loop" in apis else None
         ),
         implemented_by={
             "engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else "",
-            "worker_store": _WORKER_STORE if "worker_store" in apis else "",
+            "worker_store": _WORKER_STORE[MODEL_RUNNER] if "worker_store" in apis else "",
             "item_cache": _ITEM_CACHE[PROCESSOR_CACHE] if "item_cache" in apis else "",
         },
     )
@@ -222,19 +248,18 @@ _ITEM_CACHE = {
 }
 
 
-def processor_cache_type() -> str:
-    """The pair ``$MMSPEC_VLLM_PROCESSOR_CACHE`` names (``lru`` when unset)."""
-    chosen = processor_cache_variant()
-    if chosen not in _ITEM_CACHE:
-        raise VllmSourceError(
-            f"{PROCESSOR_CACHE_VARIABLE}={chosen!r}: choose one of {', '.join(_ITEM_CACHE)}"
-        )
-    return chosen
+def chosen(variable: str, known: dict[str, str]) -> str:
+    """The value ``variable`` names (its default when unset), one of ``known``'s keys."""
+    value = setting(variable)
+    if value not in known:
+        raise VllmSourceError(f"{variable}={value!r}: choose one of {', '.join(known)}")
+    return value
 
 
-#: What the report header says of the worker store (adapters/vllm/runner.py).
-_WORKER_STORE = (
-    "vLLM's GPUModelRunner (vllm.v1.worker.gpu_model_runner, model runner V1, the "
+#: What the report header says of the worker store, per model runner
+#: (adapters/vllm/runner.py, adapters/vllm/runner_v2.py).
+_WORKER_STORE = {
+    "v1": "vLLM's GPUModelRunner (vllm.v1.worker.gpu_model_runner, model runner V1, the "
     "Scheduler built for it: VLLM_USE_V2_MODEL_RUNNER=0): its encoder_cache through "
     "_execute_mm_encoder (which encodes only the inputs whose data reached the worker: "
     "_batch_mm_inputs_from_scheduler over the mm_features each request was installed "
@@ -243,8 +268,17 @@ _WORKER_STORE = (
     "a passthrough model (embed_multimodal), a late-interaction runner with nothing to "
     "clear, the request states, input batch and SchedulerOutput fields those methods "
     "read, 0.22.1's two-line free of _update_states; the drafter's look-ahead is "
-    "_gather_mm_embeddings(shift_computed_tokens=1)"
-)
+    "_gather_mm_embeddings(shift_computed_tokens=1)",
+    "v2": "vLLM's model runner V2 (vllm.v1.worker.gpu, MMSPEC_VLLM_MODEL_RUNNER=v2): "
+    "EncoderCache (free_encoder_cache per freed hash, as GPUModelRunner.free_states; "
+    "encoder_outputs; reset_encoder_cache) and EncoderRunner (prepare_mm_inputs, "
+    "execute_mm_encoder, gather_mm_embeddings), the store through "
+    "ModelState.execute_mm_encoder (0.22.1: its three lines in "
+    "DefaultModelState.get_mm_embeddings); stand-ins: a passthrough model "
+    "(embed_multimodal), a one-row inputs_embeds buffer, the request features and batch "
+    "arrays gather_mm_embeddings reads, each window's prompt ending where it ends; the "
+    "engine machines keep model runner V1's code (adapters/vllm/runner.py)",
+}
 
 
 def _engine_loop_modes(code: VllmCode) -> str:
@@ -264,7 +298,12 @@ def _engine_loop_modes(code: VllmCode) -> str:
 
 
 # Checked before vLLM is imported: a pair the adapter does not know is one line at once.
-PROCESSOR_CACHE = processor_cache_type()
+PROCESSOR_CACHE = chosen(PROCESSOR_CACHE_VARIABLE, _ITEM_CACHE)
+MODEL_RUNNER = chosen(MODEL_RUNNER_VARIABLE, _WORKER_STORE)
+try:  # the releases' declarations judge one variant at a time
+    active_variant()
+except DeclarationError as _error:
+    raise VllmSourceError(str(_error)) from None
 VLLM, SOURCE = load_vllm()
 CODE = _import_code()
 ADAPTER, NOT_PROVIDED, APIS = _build(SOURCE, CODE)

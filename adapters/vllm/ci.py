@@ -19,10 +19,11 @@ verdicts with the findings declared for it (``adapters/vllm/expected/<version>.j
    instead of skipping (the proof that the adapter runs vLLM's code, that vLLM's
    Scheduler, the engine loop, never calls a stand-in, and that the runner's methods
    behind the worker store call only the one listed);
-6. runs each processor cache variant a release declares (``"variants"``: ``shm``, vLLM's
-   shared-memory pair, with ``$MMSPEC_VLLM_PROCESSOR_CACHE``) on the properties it
-   declares, saved as ``<version>-<variant>.json``/``.txt``, and compares them with its
-   rows.
+6. runs each variant a release declares (``"variants"``: ``shm``, vLLM's shared-memory
+   processor cache pair, with ``$MMSPEC_VLLM_PROCESSOR_CACHE=shm``; ``v2``, model runner
+   V2's code behind the worker store, with ``$MMSPEC_VLLM_MODEL_RUNNER=v2``) on the
+   properties it declares, saved as ``<version>-<variant>.json``/``.txt``, and compares
+   them with its rows.
 
 Exit status 0 when everything matches, 1 otherwise.
 """
@@ -58,8 +59,9 @@ from harness.baseline import (  # noqa: E402 - after the path set-up above
 )
 from harness.declared import (  # noqa: E402
     DEFAULT_VARIANT,
-    PROCESSOR_CACHE_VARIABLE,
+    VARIANT_VARIABLES,
     load_declaration,
+    variant_environment,
     variant_rows,
 )
 
@@ -91,7 +93,7 @@ class Expected:
     components: dict[str, str]
     #: (clause, property) -> (verdict, finding id)
     rows: dict[tuple[str, str], tuple[str, str]]
-    #: processor cache variant -> (the properties it runs, their declared rows)
+    #: variant -> (the properties it runs, their declared rows)
     variants: dict[str, tuple[tuple[str, ...], dict[tuple[str, str], tuple[str, str]]]] = (
         field(default_factory=dict)
     )
@@ -168,10 +170,9 @@ def compare(expected: Expected, saved: SavedVerdicts) -> list[str]:
 def verify_version(
     expected: Expected, tree: Path, out: Path, variant: str = DEFAULT_VARIANT
 ) -> tuple[Path, float, int]:
-    """Run the suite on ``tree`` in a child process — for a processor cache ``variant``
-    other than the default, only the properties it declares, with
-    ``$MMSPEC_VLLM_PROCESSOR_CACHE`` set; the saved verdicts' path, seconds and exit
-    status."""
+    """Run the suite on ``tree`` in a child process — for a ``variant`` other than the
+    default, only the properties it declares, with the variable that selects it set; the
+    saved verdicts' path, seconds and exit status."""
     stem = expected.version if variant == DEFAULT_VARIANT else f"{expected.version}-{variant}"
     saved = out / f"{stem}.json"
     command = [
@@ -180,10 +181,11 @@ def verify_version(
     ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("MMSPEC_VLLM_SRC", None)
-    env.pop(PROCESSOR_CACHE_VARIABLE, None)
+    for variable in VARIANT_VARIABLES:
+        env.pop(variable, None)
     if variant != DEFAULT_VARIANT:
         command += ["--only", *expected.variants[variant][0]]
-        env[PROCESSOR_CACHE_VARIABLE] = variant
+        env.update(variant_environment(variant))
     started = time.perf_counter()
     with (out / f"{stem}.txt").open("w") as report, (out / f"{stem}.log").open("w") as log:
         status = subprocess.run(command, cwd=ROOT, env=env, stdout=report, stderr=log).returncode
@@ -200,7 +202,8 @@ def run_tests(trees: dict[str, Path], out: Path) -> tuple[Path, float, int]:
     run beside a release's verification, so their lines must not interleave with it);
     that file's path, the seconds and the exit status."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), MMSPEC_REQUIRE_VLLM="1")
-    env.pop(PROCESSOR_CACHE_VARIABLE, None)
+    for variable in VARIANT_VARIABLES:
+        env.pop(variable, None)
     env["MMSPEC_VLLM_TREES"] = os.pathsep.join(f"{v}={t}" for v, t in trees.items())
     # Two xdist workers: the tests start beside the slower release, and take its
     # worker too when it is done (26 tests of 15-45 s each, every one its own processes).
@@ -235,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # The slowest release first (the oldest: it fails most, and shrinking is the cost);
     # the tests go to whichever worker frees first, not after every release is done.
-    # The processor cache variants (a property or two each) after the tests: they fit
+    # The variants (a few properties each) after the tests: they fit
     # on the worker the slower release frees while the tests run on the other.
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         pending = [pool.submit(verify_version, e, trees[e.version], args.out) for e in declared]
@@ -275,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
 
     for expected, variant, future in variant_runs:
         saved_path, seconds, status = future.result()
-        label = f"vllm {expected.version} ({PROCESSOR_CACHE_VARIABLE}={variant})"
+        selected = " ".join(f"{k}={v}" for k, v in variant_environment(variant).items())
+        label = f"vllm {expected.version} ({selected})"
         if status not in (0, 1) or not saved_path.is_file():
             ok = False
             print(f"{label}: the run failed (exit {status}); see {saved_path.with_suffix('.log')}")

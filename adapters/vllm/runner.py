@@ -59,7 +59,7 @@ from .requests_bridge import MODALITY, vllm_feature, vllm_placeholder_range
 from .versions import Api, VllmCode
 
 #: vLLM's message on a miss (both releases).
-_MISS = "Encoder cache miss for"
+MISS = "Encoder cache miss for"
 
 #: The kwargs key the passthrough model reads its rows from.
 _ROWS = "mmspec_rows"
@@ -112,7 +112,7 @@ class SchedulerOutputFields:
 
 
 @dataclass
-class _Window:
+class Window:
     """One request of the input batch: a chunk window ``[start, end)`` and the items
     gathered in it (``positions``: each one's index in the step's gathers)."""
 
@@ -173,7 +173,7 @@ def _chunk_window(gather: GatherSpec) -> tuple[int, int]:
     return placeholder.offset + gather.start_idx, placeholder.offset + gather.end_idx
 
 
-def _fits(window: _Window, gather: GatherSpec) -> bool:
+def _fits(window: Window, gather: GatherSpec) -> bool:
     """Whether ``gather`` joins ``window`` as the next item of one chunk: the items in
     offset order, every item but the window's first gathered from its start and every
     item but its last to its end (what a chunk ``[start, end)`` gives each item)."""
@@ -185,8 +185,8 @@ def _fits(window: _Window, gather: GatherSpec) -> bool:
     return gather.mm_position.offset >= last.mm_position.offset + last.mm_position.length
 
 
-def windows_of(gathers: Sequence[GatherSpec]) -> list[_Window]:
-    windows: list[_Window] = []
+def windows_of(gathers: Sequence[GatherSpec]) -> list[Window]:
+    windows: list[Window] = []
     for index, gather in enumerate(gathers):
         start, end = _chunk_window(gather)
         if windows and _fits(windows[-1], gather):
@@ -194,7 +194,7 @@ def windows_of(gathers: Sequence[GatherSpec]) -> list[_Window]:
             windows[-1].gathers.append(gather)
             windows[-1].positions.append(index)
         else:
-            windows.append(_Window(gather.request_id, start, end, [gather], [index]))
+            windows.append(Window(gather.request_id, start, end, [gather], [index]))
     return windows
 
 
@@ -203,7 +203,6 @@ class VllmWorkerStore:
 
     def __init__(self, code: VllmCode, api: Api) -> None:
         self._code = code
-        self._inputs = code.module("inputs")
         self._frees_in_method = api.has("runner_free_method")
         self._runner = bare_runner(code)
 
@@ -242,7 +241,7 @@ class VllmWorkerStore:
                 shift_computed_tokens=1,
             )
         except (AssertionError, RuntimeError) as error:
-            if _MISS in str(error):
+            if MISS in str(error):
                 raise MissingEmbeddingError(str(error)) from error
             raise
         return tuple(embed.numpy().copy() for embed in embeds)
@@ -266,7 +265,7 @@ class VllmWorkerStore:
     def _store(self, outputs: Mapping[str, torch.Tensor]) -> None:
         if not outputs:
             return
-        features = [self._feature(h, rows) for h, rows in outputs.items()]
+        features = [feature_spec(self._code, h, rows) for h, rows in outputs.items()]
         self._runner.requests = {_ENCODE_REQUEST: RequestState(0, features)}
         self._runner._execute_mm_encoder(
             SchedulerOutputFields(
@@ -286,7 +285,7 @@ class VllmWorkerStore:
             req_id = f"{window.request_id}#{number}"
             runner.requests[req_id] = RequestState(
                 window.start,
-                [self._feature(g.mm_hash, None, g) for g in window.gathers],
+                [feature_spec(self._code, g.mm_hash, None, g) for g in window.gathers],
             )
             runner.input_batch.req_ids.append(req_id)
             scheduled[req_id] = window.end - window.start
@@ -298,46 +297,57 @@ class VllmWorkerStore:
                 )
             )
         except (AssertionError, RuntimeError) as error:
-            if _MISS in str(error):
+            if MISS in str(error):
                 raise MissingEmbeddingError(str(error)) from error
             raise
-        return self._per_gather(windows, embeds, len(gathers))
+        features = [self._runner.requests[f"{w.request_id}#{n}"].mm_features
+                    for n, w in enumerate(windows)]
+        return per_gather(windows, features, embeds, len(gathers), self._runner.encoder_cache)
 
-    def _per_gather(
-        self, windows: Sequence[_Window], embeds: Sequence[torch.Tensor], count: int
-    ) -> list[NDArray[Any]]:
-        """vLLM's list holds one tensor per item with rows in its window (by vLLM's own
-        ``get_embeds_indices_in_range``), in order; an item whose window selects no row
-        gets an empty array of the held width."""
-        results: list[NDArray[Any]] = [np.zeros((0, 0), dtype=np.float32)] * count
-        served = iter(embeds)
-        for number, window in enumerate(windows):
-            state = self._runner.requests[f"{window.request_id}#{number}"]
-            for gather, position, feature in zip(
-                window.gathers, window.positions, state.mm_features, strict=True
-            ):
-                first, end = feature.mm_position.get_embeds_indices_in_range(
-                    gather.start_idx, gather.end_idx
-                )
-                if first != end:
-                    results[position] = next(served).numpy().copy()
-                elif (held := self._runner.encoder_cache.get(gather.mm_hash)) is not None:
-                    results[position] = np.zeros((0, int(held.shape[-1])), held.numpy().dtype)
-        return results
 
-    def _feature(
-        self, mm_hash: str, rows: torch.Tensor | None, gather: GatherSpec | None = None
-    ) -> Any:
-        inputs = self._inputs
-        data = None
-        if rows is not None:
-            element = inputs.MultiModalFieldElem(data=rows, field=inputs.MultiModalBatchedField())
-            data = inputs.MultiModalKwargsItem({_ROWS: element})
-        placeholder = (
-            vllm_placeholder_range(self._code, gather.mm_position)
-            if gather is not None
-            else inputs.PlaceholderRange(offset=0, length=1)
-        )
-        return inputs.MultiModalFeatureSpec(
-            data=data, modality=MODALITY, identifier=mm_hash, mm_position=placeholder
-        )
+def per_gather(
+    windows: Sequence[Window],
+    features: Sequence[Sequence[Any]],
+    embeds: Sequence[torch.Tensor],
+    count: int,
+    held: Mapping[str, torch.Tensor],
+) -> list[NDArray[Any]]:
+    """The spec's one result per gather from vLLM's list, which holds one tensor per item
+    with rows in its window (by vLLM's own ``get_embeds_indices_in_range``), in order;
+    an item whose window selects no row gets an empty array of the held width.
+    ``features``: each window's ``MultiModalFeatureSpec``\\ s."""
+    results: list[NDArray[Any]] = [np.zeros((0, 0), dtype=np.float32)] * count
+    served = iter(embeds)
+    for window, window_features in zip(windows, features, strict=True):
+        for gather, position, feature in zip(
+            window.gathers, window.positions, window_features, strict=True
+        ):
+            first, end = feature.mm_position.get_embeds_indices_in_range(
+                gather.start_idx, gather.end_idx
+            )
+            if first != end:
+                results[position] = next(served).numpy().copy()
+            elif (rows := held.get(gather.mm_hash)) is not None:
+                results[position] = np.zeros((0, int(rows.shape[-1])), rows.numpy().dtype)
+    return results
+
+
+def feature_spec(
+    code: VllmCode, mm_hash: str, rows: torch.Tensor | None, gather: GatherSpec | None = None
+) -> Any:
+    """A ``MultiModalFeatureSpec`` built by vLLM's constructors: for an encoder output, its
+    rows as the one field of the item's ``MultiModalKwargsItem`` (what the passthrough
+    model returns); for a gather, no data and the gathered item's placeholder range."""
+    inputs = code.module("inputs")
+    data = None
+    if rows is not None:
+        element = inputs.MultiModalFieldElem(data=rows, field=inputs.MultiModalBatchedField())
+        data = inputs.MultiModalKwargsItem({_ROWS: element})
+    placeholder = (
+        vllm_placeholder_range(code, gather.mm_position)
+        if gather is not None
+        else inputs.PlaceholderRange(offset=0, length=1)
+    )
+    return inputs.MultiModalFeatureSpec(
+        data=data, modality=MODALITY, identifier=mm_hash, mm_position=placeholder
+    )

@@ -32,6 +32,8 @@ hasher_algorithm_arg   algorithm from the environment  ``hash_kwargs(algorithm, 
 mm_extra_key_tag       ``(mm_hash, offset)``           ``("mm", mm_hash, offset)``
 runner_free_method     the runner frees inline in      ``_process_encoder_cache_``
                        ``_update_states``              ``scheduler_output``
+runner_v2_encode_      V2 encodes and stores inside    ``ModelState.execute_mm_encoder``
+method                 ``get_mm_embeddings``           encodes and stores
 =====================  ==============================  ===================================
 """
 
@@ -235,6 +237,15 @@ API_CHANGES: tuple[ApiChange, ...] = (
             "gpu_model_runner", "GPUModelRunner._process_encoder_cache_scheduler_output"
         ),
     ),
+    ApiChange(
+        key="runner_v2_encode_method",
+        old="model runner V2's DefaultModelState.get_mm_embeddings encodes, stores and "
+        "gathers in one",
+        new="ModelState.execute_mm_encoder encodes and stores (the gather apart)",
+        last_old=(0, 22, 1),
+        first_new=(0, 33, 0),
+        probe=_attr_exists("v2_model_state", "ModelState.execute_mm_encoder"),
+    ),
 )
 
 #: Which rows each component's translation reads (a row whose probe cannot run because
@@ -254,6 +265,7 @@ ROWS_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "splice": (),
     "item_cache": (),
     "worker_store": ("runner_free_method",),
+    "worker_store_v2": ("runner_v2_encode_method",),
     "engine_loop": ("hash_fn_module",),
 }
 

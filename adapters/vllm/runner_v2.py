@@ -1,0 +1,147 @@
+"""vLLM's model runner V2 behind ``spec.components.WorkerStore`` (WRK-1..5; issue 35).
+
+0.33.0 runs a multimodal model on model runner V2 by default
+(``vllm.v1.worker.gpu.model_runner.GPUModelRunner``), and 0.22.1 ships it behind
+``VLLM_USE_V2_MODEL_RUNNER=1``. Its multimodal state is two small classes, built here
+with their own constructors:
+
+- ``mm/encoder_cache.py::EncoderCache``: ``mm_features`` per installed request and
+  ``encoder_outputs`` per ``mm_hash``; ``free_encoder_cache`` pops one hash
+  (``pop(mm_hash, None)``), ``reset_encoder_cache`` clears them all;
+- ``mm/encoder_runner.py::EncoderRunner``: ``prepare_mm_inputs`` picks the scheduled
+  features to encode (skipping one whose data did not reach the worker and, since
+  0.33.0, one whose hash is already held), ``execute_mm_encoder`` batches them
+  (``group_and_batch_mm_kwargs``) through the model's ``embed_multimodal`` and
+  ``sanity_check_mm_encoder_outputs``, and ``gather_mm_embeddings`` serves each
+  scheduled request's window (``get_embeds_indices_in_range``), raising the release's
+  miss (0.22.1 ``assert``, 0.33.0 ``RuntimeError``).
+
+Per step, in ``GPUModelRunner.execute_model``'s order: **free** — ``free_states``, one
+``EncoderCache.free_encoder_cache`` per hash of ``free_encoder_mm_hashes``; **store** —
+0.33.0's ``ModelState.execute_mm_encoder`` (``model_states/interface.py``: prepare,
+encode, ``encoder_outputs.update``), or in 0.22.1 the same three lines at the top of
+``DefaultModelState.get_mm_embeddings``, which also builds the input embeddings from a
+whole input batch: for 0.22.1 the store runs those three lines itself (the one stand-in
+for vLLM code, row ``runner_v2_encode_method`` of :mod:`adapters.vllm.versions`);
+**gather** — ``EncoderRunner.gather_mm_embeddings``.
+
+What stands in, and nothing else is read (tests/test_vllm_runner.py runs a profiler over
+the three): the passthrough model of :mod:`adapters.vllm.runner` (its
+``embed_multimodal`` returns the rows the batch carries; not realtime), ``device`` = cpu,
+``PIN_MEMORY`` = False, an ``inputs_embeds`` buffer of one row (only
+``get_inputs_embeds`` writes it, never called here); the request features, built by
+vLLM's constructors, registered with ``EncoderCache.add_request`` for the step and
+removed with ``remove_request`` after it; the batch arrays ``gather_mm_embeddings``
+takes. Each gather window is one request of the batch (as in :mod:`adapters.vllm.runner`)
+whose prompt ends where the window ends: the runner skips a request whose computed
+tokens reach its prompt's length (a decode), and a window that gathers an item lies
+inside the prompt, so that test is false for it with the real length as with this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import NDArray
+
+from spec.errors import MissingEmbeddingError
+from spec.types import GatherSpec, WorkerStep
+
+from .runner import MISS, PassthroughModel, Window, feature_spec, per_gather, windows_of
+from .versions import Api, VllmCode
+
+#: The request whose features carry the step's encoder outputs into the encode path.
+_ENCODE_REQUEST = "mmspec-encoder-outputs"
+
+
+class VllmV2WorkerStore:
+    """``spec.components.WorkerStore`` over model runner V2's ``EncoderCache``."""
+
+    def __init__(self, code: VllmCode, api: Api) -> None:
+        self._inputs = code.module("inputs")
+        self._code = code
+        self._encode_method = api.has("runner_v2_encode_method")
+        runner_module = code.module("v2_encoder_runner")
+        setattr(runner_module, "PIN_MEMORY", False)  # noqa: B010 - the CPU has no pinned memory
+        self.cache = code.module("v2_encoder_cache").EncoderCache()
+        self.runner = runner_module.EncoderRunner(
+            PassthroughModel(), 1, 1, self.cache, torch.float32, torch.device("cpu")
+        )
+        #: what ``ModelState.execute_mm_encoder`` reads of its model state
+        self._model_state = SimpleNamespace(encoder_runner=self.runner, encoder_cache=self.cache)
+
+    # --- the Protocol ----------------------------------------------------------------
+
+    def held_hashes(self) -> frozenset[str]:
+        return frozenset(self.cache.encoder_outputs)
+
+    def execute_step(self, step: WorkerStep) -> list[NDArray[Any]]:
+        outputs = {
+            h: torch.tensor(np.array(rows, copy=True)) for h, rows in step.encoder_outputs.items()
+        }
+        for mm_hash in step.freed_mm_hashes:  # GPUModelRunner.free_states
+            self.cache.free_encoder_cache(mm_hash)
+        self._store(outputs)
+        return self._gather(step.gathers)
+
+    def reset_encoder_cache(self) -> None:
+        """``GPUModelRunner.reset_encoder_cache`` → ``EncoderCache.reset_encoder_cache``."""
+        self.cache.reset_encoder_cache()
+
+    # --- vLLM's methods --------------------------------------------------------------
+
+    def _store(self, outputs: Mapping[str, torch.Tensor]) -> None:
+        if not outputs:
+            return
+        features = [feature_spec(self._code, h, rows) for h, rows in outputs.items()]
+        scheduled = {_ENCODE_REQUEST: list(range(len(features)))}
+        self.cache.add_request(_ENCODE_REQUEST, features)
+        try:
+            if self._encode_method:
+                self._code.module("v2_model_state").ModelState.execute_mm_encoder(
+                    self._model_state, scheduled
+                )
+            else:  # 0.22.1: the first three lines of DefaultModelState.get_mm_embeddings
+                mm_hashes, mm_kwargs = self.runner.prepare_mm_inputs(scheduled)
+                if mm_kwargs:
+                    encoded = self.runner.execute_mm_encoder(mm_kwargs)
+                    self.cache.encoder_outputs.update(zip(mm_hashes, encoded, strict=True))
+        finally:
+            self.cache.remove_request(_ENCODE_REQUEST)
+
+    def _gather(self, gathers: Sequence[GatherSpec]) -> list[NDArray[Any]]:
+        windows = windows_of(gathers)
+        if not windows:
+            return []
+        req_ids = [f"{window.request_id}#{number}" for number, window in enumerate(windows)]
+        features = [
+            [feature_spec(self._code, g.mm_hash, None, g) for g in window.gathers]
+            for window in windows
+        ]
+        for req_id, window_features in zip(req_ids, features, strict=True):
+            self.cache.add_request(req_id, window_features)
+        try:
+            embeds = self._run_gather(req_ids, windows)
+        finally:
+            for req_id in req_ids:
+                self.cache.remove_request(req_id)
+        return per_gather(windows, features, embeds, len(gathers), self.cache.encoder_outputs)
+
+    def _run_gather(self, req_ids: list[str], windows: Sequence[Window]) -> list[torch.Tensor]:
+        scheduled = np.array([w.end - w.start for w in windows], dtype=np.int32)
+        starts = np.array([w.start for w in windows], dtype=np.int32)
+        query_start_loc = np.concatenate([[0], np.cumsum(scheduled)]).astype(np.int32)
+        prompt_ends = np.array([w.end for w in windows], dtype=np.int32)
+        try:
+            embeds, _ = self.runner.gather_mm_embeddings(
+                req_ids, int(scheduled.sum()), scheduled, query_start_loc, prompt_ends, starts
+            )
+        except (AssertionError, RuntimeError) as error:
+            if MISS in str(error):
+                raise MissingEmbeddingError(str(error)) from error
+            raise
+        return list(embeds)
