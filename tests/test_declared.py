@@ -123,15 +123,18 @@ def test_the_model_runner_variant_replaces_the_worker_store_rows_and_no_other(
     variant, and two variants at once are refused."""
     wrk = {"wrk_free_before_store", "wrk_freed_hash_dropped", "wrk_gather_selects_embed_rows",
            "wrk_chunks_concatenate_to_whole", "wrk_miss_is_an_error"}
+    engine = {"EngineMachine", "EngineResetMachine"}  # 0.33.0 builds a Scheduler for V2
     for version in ("0.22.1", "0.33.0"):
+        replaced = wrk | engine if version == "0.33.0" else wrk
         default = load_declaration(version, DEFAULT_VARIANT)
         v2 = load_declaration(version, "v2")
         assert default is not None and v2 is not None
-        assert {k: v for k, v in v2.rows.items() if k[1] in wrk} == {
-            ("WRK-5", "wrk_miss_is_an_error"): ("FAIL", "V25"),
+        assert {k: v for k, v in v2.rows.items() if k[1] in replaced} == {
+            ("WRK-5", "wrk_miss_is_an_error"): ("FAIL", "V25"),  # V27 does not occur on V2
         }
-        others = {k: v for k, v in default.rows.items() if k[1] not in wrk}
-        assert {k: v for k, v in v2.rows.items() if k[1] not in wrk} == others
+        others = {k: v for k, v in default.rows.items() if k[1] not in replaced}
+        assert {k: v for k, v in v2.rows.items() if k[1] not in replaced} == others
+    assert ("SYS-1", "EngineResetMachine") in load_declaration("0.33.0", DEFAULT_VARIANT).rows
     assert variant_environment("v2") == {"MMSPEC_VLLM_MODEL_RUNNER": "v2"}
     assert variant_environment("shm") == {"MMSPEC_VLLM_PROCESSOR_CACHE": "shm"}
     assert variant_environment(DEFAULT_VARIANT) == {}

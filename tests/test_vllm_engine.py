@@ -184,6 +184,42 @@ def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: 
     assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4
 
 
+#: ``_RUN`` on model runner V2 (``MMSPEC_VLLM_MODEL_RUNNER=v2``): V2's encoder cache and
+#: encoder runner, which the worker calls, watched too.
+_RUN_V2 = _RUN.replace(
+    "scheduler = engine.scheduler\n",
+    "scheduler = engine.scheduler\n"
+    "store = engine._worker.store\n"
+    "for owner, name in ((store.runner, 'prepare_mm_inputs'),"
+    " (store.runner, 'execute_mm_encoder'), (store.runner, 'gather_mm_embeddings'),"
+    " (store.cache, 'add_request'),"
+    " (store.cache, 'remove_request'), (store.cache, 'free_encoder_cache'),"
+    " (store.cache, 'update_encoder_inputs'), (store.cache, 'reset_encoder_cache')):\n"
+    "    setattr(owner, name, watched(getattr(owner, name)))\n",
+    1,
+)
+
+
+def test_on_model_runner_v2_a_resumed_request_is_reinstalled_with_its_data() -> None:
+    """0.33.0 on model runner V2, its default (``MMSPEC_VLLM_MODEL_RUNNER=v2``): the
+    Scheduler built for V2 and V2's ``EncoderCache``/``EncoderRunner`` behind the worker
+    call none of the project's code but the passthrough model; the weight update's
+    preemption that makes V1 miss (V27) reinstalls r4 with its data, so r4 recomputes,
+    re-encodes and finishes as on 0.22.1."""
+    if "0.33.0" not in PINNED:
+        pytest.skip("0.33.0 is not pinned")
+    result = run_child(_RUN_V2, "0.33.0", {"MMSPEC_VLLM_MODEL_RUNNER": "v2"})
+    assert result["called"] == ["adapters/vllm/runner.py:embed_multimodal"], result["called"]
+    seen = set(result["vllm_functions"])
+    assert {"_try_schedule_encoder_inputs", "_get_encoder_input_updates", "prepare_mm_inputs",
+            "execute_mm_encoder", "sanity_check_mm_encoder_outputs", "gather_mm_embeddings",
+            "add_request", "remove_request", "reset_encoder_cache"} <= seen, sorted(seen)
+    assert result["miss"] is None
+    assert result["left"] == []
+    r4 = [tuple(c[:3]) for c in result["chunks"] if c[0] == "r4"]
+    assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4
+
+
 _DRAFTER_RUN = _RUN.split("sys.setprofile(constructing)")[0] + r"""
 engine = a.ADAPTER.engine_loop(
     EngineConfig(token_budget=8, num_kv_blocks=16, num_speculative_tokens=2), parts

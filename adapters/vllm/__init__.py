@@ -96,6 +96,7 @@ MODULES: dict[str, str] = {
     "v2_encoder_cache": "vllm.v1.worker.gpu.mm.encoder_cache",
     "v2_encoder_runner": "vllm.v1.worker.gpu.mm.encoder_runner",
     "v2_model_state": "vllm.v1.worker.gpu.model_states.interface",
+    "v2_model_runner": "vllm.v1.worker.gpu.model_runner",
 }
 
 _REQUEST_ROLES = ("request", "inputs", "sampling_params")
@@ -111,7 +112,9 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "item_cache": ("inputs", "config", "mm_cache"),
     "worker_store": ("inputs", "gpu_model_runner"),
     # model runner V2's (MMSPEC_VLLM_MODEL_RUNNER=v2), in place of the row above
-    "worker_store_v2": ("inputs", "v2_encoder_cache", "v2_encoder_runner", "v2_model_state"),
+    "worker_store_v2": (
+        "inputs", "v2_encoder_cache", "v2_encoder_runner", "v2_model_state", "v2_model_runner"
+    ),
     "engine_loop": (
         *_REQUEST_ROLES,
         "encoder_cache_manager",
@@ -186,6 +189,14 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
             continue
         apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[_variant_of(component)])
 
+    if MODEL_RUNNER == "v2" and "engine_loop" in apis:
+        from .engine_build import runner_v2_refusal
+
+        refusal = runner_v2_refusal(code)
+        if refusal is not None:
+            reasons["engine_loop"] = refusal
+            del apis["engine_loop"]
+
     def provided(component: str, factory: Callable[..., Any]) -> Callable[..., Any] | None:
         return factory if component in apis else None
 
@@ -220,7 +231,9 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
             else (lambda: VllmWorkerStore(code, apis["worker_store"])),
         ),
         engine_loop=(
-            engine_loop_factory(code, apis["engine_loop"]) if "engine_loop" in apis else None
+            engine_loop_factory(code, apis["engine_loop"], MODEL_RUNNER == "v2")
+            if "engine_loop" in apis
+            else None
         ),
         implemented_by={
             "engine_loop": _engine_loop_modes(code) if "engine_loop" in apis else "",
@@ -276,8 +289,11 @@ _WORKER_STORE = {
     "ModelState.execute_mm_encoder (0.22.1: its three lines in "
     "DefaultModelState.get_mm_embeddings); stand-ins: a passthrough model "
     "(embed_multimodal), a one-row inputs_embeds buffer, the request features and batch "
-    "arrays gather_mm_embeddings reads, each window's prompt ending where it ends; the "
-    "engine machines keep model runner V1's code (adapters/vllm/runner.py)",
+    "arrays gather_mm_embeddings reads, each window's prompt ending where it ends; behind "
+    "the engine loop too (the Scheduler built for V2, where the release builds one), the "
+    "worker installing each step's requests in the EncoderCache as V2's execute_model "
+    "does (GPUModelRunner.free_states; the encoder-cache lines of finish_requests and "
+    "add_requests; encoder_input_updates) and encoding what prepare_mm_inputs picks",
 }
 
 
@@ -287,6 +303,14 @@ def _engine_loop_modes(code: VllmCode) -> str:
     protocol; SYS-13/14: a drafter and its drafts)."""
     from .engine_build import pads_new_decodes
 
+    if MODEL_RUNNER == "v2":
+        return (
+            "vLLM's Scheduler (vllm.v1.core.sched.scheduler) built for model runner V2 "
+            "(VLLM_USE_V2_MODEL_RUNNER=1: resumed requests reinstalled, encoder input "
+            "updates), the worker's requests installed in V2's EncoderCache; resets and "
+            "weight updates: EngineCore's own functions; no drafter, async scheduling or "
+            "hybrid model (V2's own runner paths, not built)"
+        )
     drafter = "EAGLE stand-in config, drafts proposed and verified by the runner stand-in"
     if pads_new_decodes(code):
         drafter += " (schedule() also pads a new decode with -1 drafts)"

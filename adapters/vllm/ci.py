@@ -93,10 +93,12 @@ class Expected:
     components: dict[str, str]
     #: (clause, property) -> (verdict, finding id)
     rows: dict[tuple[str, str], tuple[str, str]]
-    #: variant -> (the properties it runs, their declared rows)
-    variants: dict[str, tuple[tuple[str, ...], dict[tuple[str, str], tuple[str, str]]]] = (
-        field(default_factory=dict)
-    )
+    #: variant -> (the properties it runs, their declared rows, the components whose
+    #: provider it declares otherwise)
+    variants: dict[
+        str,
+        tuple[tuple[str, ...], dict[tuple[str, str], tuple[str, str]], dict[str, str]],
+    ] = field(default_factory=dict)
 
 
 def load_expected(path: Path) -> Expected:
@@ -106,7 +108,9 @@ def load_expected(path: Path) -> Expected:
         properties = tuple(str(p) for p in declared["properties"])
         rows = variant_rows(data, str(name), path)
         variants[str(name)] = (
-            properties, {key: row for key, row in rows.items() if key[1] in properties}
+            properties,
+            {key: row for key, row in rows.items() if key[1] in properties},
+            {str(k): str(v) for k, v in declared.get("components", {}).items()},
         )
     return Expected(
         version=str(data["version"]),
@@ -119,8 +123,10 @@ def load_expected(path: Path) -> Expected:
 
 def for_variant(expected: Expected, variant: str) -> Expected:
     """The declaration a run of ``variant``'s properties alone is compared with."""
-    _properties, rows = expected.variants[variant]
-    return dataclasses.replace(expected, rows=rows, variants={})
+    _properties, rows, components = expected.variants[variant]
+    return dataclasses.replace(
+        expected, rows=rows, components={**expected.components, **components}, variants={}
+    )
 
 
 def pinned_versions() -> list[Expected]:

@@ -44,6 +44,7 @@ from .engine_build import NULL_BLOCK_ID, build_scheduler, machine_block_id
 from .engine_core import ExecutorStandIn, core_shim
 from .engine_worker import EngineWorker
 from .requests_bridge import processed_data, vllm_feature
+from .runner_v2 import VllmV2WorkerStore
 from .versions import DEFAULT_PREFIX_CACHING_HASH_ALGO, Api, VllmCode
 
 #: ``init_none_hash`` sets a process-wide seed; the engine core calls it once.
@@ -53,17 +54,32 @@ _none_hash_ready: set[int] = set()
 class VllmEngineLoop:
     """``spec.components.EngineLoop`` whose scheduler is vLLM's ``Scheduler``."""
 
-    def __init__(self, code: VllmCode, api: Api, config: EngineConfig, parts: EngineParts):
+    def __init__(
+        self,
+        code: VllmCode,
+        api: Api,
+        config: EngineConfig,
+        parts: EngineParts,
+        runner_v2: bool = False,
+    ):
         check_config(config)
         self._code = code
         self._config = config
-        built = build_scheduler(code, config)
+        store = parts.worker_store()
+        if runner_v2:
+            _without_v2_paths(self)
+            if not isinstance(store, VllmV2WorkerStore):
+                raise TypeError(
+                    "a Scheduler built for model runner V2 needs V2's encoder cache behind "
+                    f"the worker store, not {type(store).__name__}"
+                )
+        built = build_scheduler(code, config, runner_v2)
         self.scheduler = built.scheduler
         self._status = code.module("request").RequestStatus
         self._runner_output = code.module("outputs").ModelRunnerOutput
         self._worker = EngineWorker(
             parts.encoder(config.hidden_size),
-            parts.worker_store(),
+            store,
             config.num_kv_blocks + 1,
             config.block_size,
             drafter=bool(config.num_speculative_tokens),
@@ -386,10 +402,24 @@ class VllmEngineLoop:
         )
 
 
-def engine_loop_factory(code: VllmCode, api: Api) -> Any:
+#: The engine modes whose runner side is model runner V2's own (its drafter, its async
+#: output handling, its Mamba states) and not built: with V2 the engine loop does not
+#: provide them, so their machines say so rather than judge V1's stand-in.
+V2_PATHS_NOT_BUILT = ("num_speculative_tokens", "async_scheduling", "mamba_block_aligned")
+
+
+def _without_v2_paths(loop: VllmEngineLoop) -> None:
+    """Model runner V2: the capabilities of :data:`V2_PATHS_NOT_BUILT` not provided —
+    the loop builds for a config that asks for one (a capability probe builds it), but
+    does not say it runs it, so the machines that need one report it not provided."""
+    for name in V2_PATHS_NOT_BUILT:
+        setattr(loop, name, None)
+
+
+def engine_loop_factory(code: VllmCode, api: Api, runner_v2: bool = False) -> Any:
     def build(config: EngineConfig, parts: EngineParts) -> VllmEngineLoop:
         if not isinstance(config, EngineConfig):
             raise InvalidInputError(f"config must be an EngineConfig, got {type(config).__name__}")
-        return VllmEngineLoop(code, api, config, parts)
+        return VllmEngineLoop(code, api, config, parts, runner_v2)
 
     return build

@@ -27,10 +27,13 @@ a tokenizer, a GPU or a hub.
   in flight.
 - **Model runner V1.** The worker is V1's ``GPUModelRunner`` code
   (:mod:`adapters.vllm.runner`), so the scheduler is built for it, as
-  ``VLLM_USE_V2_MODEL_RUNNER=0`` builds it (:func:`_for_runner_v1`): 0.33.0 otherwise
+  ``VLLM_USE_V2_MODEL_RUNNER=0`` builds it (:func:`_for_runner`): 0.33.0 otherwise
   chooses V2 for this model, whose scheduler reinstalls a resumed request with its data
   and sends a rewound one's (``_get_encoder_input_updates``) — a protocol V1's runner
-  does not read. 0.22.1 chooses V1 for it by itself.
+  does not read. 0.22.1 chooses V1 for it by itself. With the adapter's
+  ``MMSPEC_VLLM_MODEL_RUNNER=v2`` the worker is V2's encoder cache
+  (:mod:`adapters.vllm.runner_v2`) and the scheduler is built for V2
+  (``VLLM_USE_V2_MODEL_RUNNER=1``).
 - **KV cache.** ``cache_config.num_gpu_blocks`` as the engine core sets it after
   profiling, and a ``KVCacheConfig`` of one ``FullAttentionSpec`` group with one block
   more than the machine's: vLLM's ``BlockPool`` keeps block 0 as its null block
@@ -164,12 +167,12 @@ _RUNNER_V2_ENV = "VLLM_USE_V2_MODEL_RUNNER"
 
 
 @contextlib.contextmanager
-def _for_runner_v1() -> Iterator[None]:
+def _for_runner(v2: bool) -> Iterator[None]:
     """vLLM reads the model-runner choice from the environment (``VllmConfig.
     use_v2_model_runner``) and the scheduler keeps it from its construction: set while
     it is built, then restored (the adapter runs inside its caller's process)."""
     before = os.environ.get(_RUNNER_V2_ENV)
-    os.environ[_RUNNER_V2_ENV] = "0"
+    os.environ[_RUNNER_V2_ENV] = "1" if v2 else "0"
     try:
         yield
     finally:
@@ -179,12 +182,31 @@ def _for_runner_v1() -> Iterator[None]:
             os.environ[_RUNNER_V2_ENV] = before
 
 
-def build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:
-    with _for_runner_v1():
+def build_scheduler(
+    code: VllmCode, config: EngineConfig, runner_v2: bool = False
+) -> BuiltScheduler:
+    """vLLM's ``Scheduler`` for ``config``, built for model runner V1 (or V2)."""
+    with _for_runner(runner_v2):
         built = _build_scheduler(code, config)
-    if getattr(built.scheduler, "use_v2_model_runner", False):
-        raise AssertionError("vLLM's Scheduler was built for model runner V2")
+    if bool(getattr(built.scheduler, "use_v2_model_runner", False)) != runner_v2:
+        raise AssertionError(
+            f"vLLM's Scheduler was not built for model runner {'V2' if runner_v2 else 'V1'}"
+        )
     return built
+
+
+def runner_v2_refusal(code: VllmCode) -> str | None:
+    """Why this release cannot build a ``Scheduler`` for model runner V2 here (None: it
+    can): vLLM's own config validation, tried on the default engine config — 0.22.1's
+    ``VllmConfig._validate_v2_model_runner`` requires Triton, which a CPU build lacks."""
+    try:
+        build_scheduler(code, EngineConfig(), runner_v2=True)
+    except ValueError as error:  # pydantic's ValidationError is one
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        said = [line for line in lines if line.startswith("Value error")] or lines[:1]
+        detail = said[0].split(" [type=")[0] if said else type(error).__name__
+        return f"vLLM's VllmConfig refuses model runner V2 here: {detail}"
+    return None
 
 
 def _build_scheduler(code: VllmCode, config: EngineConfig) -> BuiltScheduler:

@@ -13,7 +13,8 @@ order and the arguments of the calls between them are vLLM's.
 What stands in is the executor (:class:`ExecutorStandIn`): its ``reset_encoder_cache``
 is ``Worker.reset_encoder_cache`` → ``GPUModelRunner.reset_encoder_cache``, the
 runner's own method when the worker store is vLLM's runner
-(:class:`~adapters.vllm.runner.VllmWorkerStore`), else every held hash freed;
+(:class:`~adapters.vllm.runner.VllmWorkerStore`; V2's ``EncoderCache.reset_encoder_cache``
+behind :class:`~adapters.vllm.runner_v2.VllmV2WorkerStore`), else every held hash freed;
 ``reset_mm_cache`` has no processor cache to clear; ``collective_rpc`` answers
 ``synchronize_device`` (0.33's ``_finish_pause``: there is no device) and refuses any
 other call, so that a release that starts relying on another worker call is noticed.
@@ -27,6 +28,7 @@ from spec.components import WorkerStore
 from spec.types import WorkerStep
 
 from .runner import VllmWorkerStore
+from .runner_v2 import VllmV2WorkerStore
 
 #: The ``EngineCore`` functions a shim carries (each where the release has it).
 CORE_FUNCTIONS = (
@@ -47,7 +49,7 @@ class ExecutorStandIn:
         self._store = store
 
     def reset_encoder_cache(self) -> None:
-        if isinstance(self._store, VllmWorkerStore):
+        if isinstance(self._store, VllmWorkerStore | VllmV2WorkerStore):
             self._store.reset_encoder_cache()
             return
         held = tuple(sorted(self._store.held_hashes()))

@@ -2,6 +2,14 @@
 model runner does with encoder work (``GPUModelRunner``), and returns the
 ``ModelRunnerOutput`` that vLLM's ``Scheduler.update_from_output`` reads.
 
+With model runner V2's encoder cache as the store (:mod:`adapters.vllm.runner_v2`, the
+scheduler built for V2), the requests' features live in V2's ``EncoderCache``: before
+encoding, the store installs the step as V2's ``execute_model`` does (finished and
+preempted requests removed, the freed hashes freed, new and reinstalled requests'
+features added, the scheduler's ``encoder_input_updates`` applied), and what gets
+encoded is V2's ``prepare_mm_inputs`` over them (no drafter, async scheduling or hybrid
+model there: :data:`adapters.vllm.engine.V2_PATHS_NOT_BUILT`).
+
 This is the stand-in for the model runner (no GPU, no weights). Per step, in the
 runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder outputs
 are stored (``_process_encoder_cache_scheduler_output``, then ``_execute_mm_encoder``),
@@ -49,6 +57,7 @@ from spec.types import EngineRequest, GatherSpec, WorkerStep
 from spec.weights import rows_at_weights_version
 
 from .runner import VllmWorkerStore, runner_encodes
+from .runner_v2 import VllmV2WorkerStore
 from .versions import VllmCode
 
 
@@ -163,7 +172,23 @@ class EngineWorker:
         starts = self.start_of(scheduler_output)
         rejected: dict[str, int] = {}
         order = list(scheduler_output.num_scheduled_tokens)
-        encoded, outputs = self._encode(scheduler_output, requests)
+        freed = tuple(scheduler_output.free_encoder_mm_hashes)
+        v2 = isinstance(self.store, VllmV2WorkerStore)
+        if v2:
+            # V2 installs, frees and updates its requests' features before it encodes:
+            # what it encodes is its prepare_mm_inputs over them, after the free — which
+            # skips a hash it still holds though the scheduler had evicted it (and
+            # scheduled its encode again): the chunk reports what the runner encoded
+            self.store.install(scheduler_output)
+            encodes: set[tuple[str, int]] | None = self.store.runner_encodes(
+                scheduler_output.scheduled_encoder_inputs
+            )
+            freed = ()  # freed by install, in V2's order
+        elif self.code is not None:
+            encodes = runner_encodes(self.code, scheduler_output, self.features)
+        else:
+            encodes = None
+        encoded, outputs = self._encode(scheduler_output, requests, encodes)
         gathers: list[GatherSpec] = []
         per_chunk: list[int] = []
         for req_id in order:
@@ -173,7 +198,7 @@ class EngineWorker:
             per_chunk.append(len(specs))
         rows = self.store.execute_step(
             WorkerStep(
-                freed_mm_hashes=tuple(scheduler_output.free_encoder_mm_hashes),
+                freed_mm_hashes=freed,
                 encoder_outputs=outputs,
                 gathers=tuple(gathers),
             )
@@ -210,6 +235,7 @@ class EngineWorker:
                     num_new_tokens=new,
                     encoder_inputs=tuple(
                         int(i) for i in scheduler_output.scheduled_encoder_inputs.get(req_id, ())
+                        if not v2 or (req_id, int(i)) in (encodes or ())
                     ),
                     gathered=tuple(rows[cursor : cursor + count]),
                     draft_gathered=draft_rows.get(req_id, ()),
@@ -279,14 +305,15 @@ class EngineWorker:
         return drafts
 
     def _encode(
-        self, scheduler_output: Any, requests: Mapping[str, tuple[EngineRequest, Any]]
+        self,
+        scheduler_output: Any,
+        requests: Mapping[str, tuple[EngineRequest, Any]],
+        encodes: set[tuple[str, int]] | None,
     ) -> tuple[tuple[str, ...], dict[str, NDArray[Any]]]:
+        """The toy encoder's outputs for the scheduled inputs the runner encodes
+        (``encodes``; None: every one)."""
         hashes: list[str] = []
         batch: list[tuple[Any, int]] = []
-        encodes = (
-            None if self.code is None
-            else runner_encodes(self.code, scheduler_output, self.features)
-        )
         for req_id, input_ids in scheduler_output.scheduled_encoder_inputs.items():
             request = requests[req_id][0]
             for input_id in input_ids:

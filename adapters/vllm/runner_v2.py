@@ -92,6 +92,48 @@ class VllmV2WorkerStore:
         """``GPUModelRunner.reset_encoder_cache`` → ``EncoderCache.reset_encoder_cache``."""
         self.cache.reset_encoder_cache()
 
+    # --- the engine loop's worker (adapters/vllm/engine_worker.py) -------------------
+
+    def install(self, scheduler_output: Any) -> None:
+        """What V2's ``GPUModelRunner.execute_model`` does to the encoder cache before it
+        encodes, in its order: ``finish_requests`` removes the features of every finished
+        and preempted request (``_remove_request``); ``free_states`` — vLLM's own
+        method — frees the step's ``free_encoder_mm_hashes``; ``add_requests`` installs
+        each new request's ``mm_features``, a resumed one's again (V2's scheduler sends
+        it as new, its data stripped where its progress covers it), replacing what it
+        had; then each of the scheduler's ``encoder_input_updates`` (0.33.0: a rewound
+        request's data resent, a computed item's dropped). The encoder-cache lines of
+        ``finish_requests`` and ``add_requests`` run here: those methods also keep the
+        batch's other states, which this worker has no part of."""
+        cached = scheduler_output.preempted_req_ids or ()
+        for req_id in sorted({*scheduler_output.finished_req_ids, *cached}):
+            self.cache.remove_request(req_id)
+        self._code.module("v2_model_runner").GPUModelRunner.free_states(
+            self._model_state, scheduler_output
+        )
+        for new in scheduler_output.scheduled_new_reqs:
+            self.cache.remove_request(new.req_id)
+            self.cache.add_request(new.req_id, new.mm_features)
+        for req_id, updates in getattr(scheduler_output, "encoder_input_updates", {}).items():
+            self.cache.update_encoder_inputs(req_id, updates)
+
+    def runner_encodes(self, scheduled_encoder_inputs: Mapping[str, list[int]]) -> set[
+        tuple[str, int]
+    ]:
+        """The scheduled inputs (request id, input id) V2 encodes: those
+        ``EncoderRunner.prepare_mm_inputs`` picks from the installed features (it skips
+        one whose data did not reach the worker and, since 0.33.0, one whose hash is
+        held), told apart by the identity of the data it returns."""
+        _hashes, kwargs = self.runner.prepare_mm_inputs(dict(scheduled_encoder_inputs))
+        kept = {id(data) for _modality, data in kwargs}
+        features = self.cache.mm_features
+        return {
+            (req_id, int(input_id))
+            for req_id, input_ids in scheduled_encoder_inputs.items()
+            for input_id in input_ids
+            if (data := features[req_id][input_id].data) is not None and id(data) in kept
+        }
+
     # --- vLLM's methods --------------------------------------------------------------
 
     def _store(self, outputs: Mapping[str, torch.Tensor]) -> None:
