@@ -308,8 +308,8 @@ def _engine_loop_modes(code: VllmCode) -> str:
             "vLLM's Scheduler (vllm.v1.core.sched.scheduler) built for model runner V2 "
             "(VLLM_USE_V2_MODEL_RUNNER=1: resumed requests reinstalled, encoder input "
             "updates), the worker's requests installed in V2's EncoderCache; resets and "
-            "weight updates: EngineCore's own functions; no drafter, async scheduling or "
-            "hybrid model (V2's own runner paths, not built)"
+            "weight updates: EngineCore's own functions; hybrid models as on V1 (no Mamba "
+            "layer runs); no drafter or async scheduling (V2's own runner paths, not built)"
         )
     drafter = "EAGLE stand-in config, drafts proposed and verified by the runner stand-in"
     if pads_new_decodes(code):

@@ -403,9 +403,10 @@ class VllmEngineLoop:
 
 
 #: The engine modes whose runner side is model runner V2's own (its drafter, its async
-#: output handling, its Mamba states) and not built: with V2 the engine loop does not
+#: output handling) and not built (a hybrid model's Mamba states are not run on either
+#: runner): with V2 the engine loop does not
 #: provide them, so their machines say so rather than judge V1's stand-in.
-V2_PATHS_NOT_BUILT = ("num_speculative_tokens", "async_scheduling", "mamba_block_aligned")
+V2_PATHS_NOT_BUILT = ("num_speculative_tokens", "async_scheduling")
 
 
 def _without_v2_paths(loop: VllmEngineLoop) -> None:

@@ -7,8 +7,8 @@ scheduler built for V2), the requests' features live in V2's ``EncoderCache``: b
 encoding, the store installs the step as V2's ``execute_model`` does (finished and
 preempted requests removed, the freed hashes freed, new and reinstalled requests'
 features added, the scheduler's ``encoder_input_updates`` applied), and what gets
-encoded is V2's ``prepare_mm_inputs`` over them (no drafter, async scheduling or hybrid
-model there: :data:`adapters.vllm.engine.V2_PATHS_NOT_BUILT`).
+encoded is V2's ``prepare_mm_inputs`` over them (no drafter or async scheduling there:
+:data:`adapters.vllm.engine.V2_PATHS_NOT_BUILT`).
 
 This is the stand-in for the model runner (no GPU, no weights). Per step, in the
 runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder outputs
