@@ -218,6 +218,26 @@ def test_on_model_runner_v2_a_resumed_request_is_reinstalled_with_its_data() -> 
     assert result["left"] == []
     r4 = [tuple(c[:3]) for c in result["chunks"] if c[0] == "r4"]
     assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4
+    # not vacuous: a worker that keeps a reinstalled request's first features (as V1's
+    # runner keeps its request state) misses there, as V1 does
+    keeps_first = _RUN_V2.replace(
+        "store = engine._worker.store\n",
+        "store = engine._worker.store\n"
+        "_add = store.cache.add_request\n"
+        "first = {}\n"
+        "def add_once(req_id, features):\n"
+        "    _add(req_id, first.setdefault(req_id, list(features)))\n"
+        "store.cache.add_request = add_once\n",
+        1,
+    )
+    mutated = subprocess.run(
+        [sys.executable, "-c", keeps_first, str(ROOT)], cwd=ROOT, capture_output=True,
+        text=True, env={**child_env(vllm_tree("0.33.0")), "MMSPEC_VLLM_MODEL_RUNNER": "v2"},
+    )
+    missed = "Encoder cache miss for " in mutated.stderr or (
+        mutated.returncode == 0 and "Encoder cache miss for " in mutated.stdout
+    )
+    assert missed, (mutated.returncode, mutated.stderr[-2000:])
 
 
 _DRAFTER_RUN = _RUN.split("sys.setprofile(constructing)")[0] + r"""
