@@ -115,6 +115,15 @@ def test_a_processor_cache_variant_replaces_its_properties_rows_and_no_other(
         load_declaration("0.33.0", "foo")
 
 
+#: 0.33.0's findings in its Scheduler, the same on model runner V2 as on V1.
+_V2_SCHEDULER_ROWS = {
+    ("SYS-8", "EngineHybridMachine"): ("FAIL", "V30"),
+    ("SYS-7", "EngineDrafterMachine"): ("FAIL", "V21"),
+    ("SYS-8", "EngineDrafterMachine"): ("FAIL", "V23"),
+    ("SYS-10", "EngineDrafterMachine"): ("FAIL", "V12"),
+}
+
+
 def test_the_model_runner_variant_replaces_the_worker_store_rows_and_no_other(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -123,7 +132,8 @@ def test_the_model_runner_variant_replaces_the_worker_store_rows_and_no_other(
     variant, and two variants at once are refused."""
     wrk = {"wrk_free_before_store", "wrk_freed_hash_dropped", "wrk_gather_selects_embed_rows",
            "wrk_chunks_concatenate_to_whole", "wrk_miss_is_an_error"}
-    engine = {"EngineMachine", "EngineResetMachine", "EngineHybridMachine"}  # 0.33.0 only
+    engine = {"EngineMachine", "EngineResetMachine", "EngineHybridMachine",
+              "EngineDrafterMachine"}  # 0.33.0 only
     for version in ("0.22.1", "0.33.0"):
         replaced = wrk | engine if version == "0.33.0" else wrk
         default = load_declaration(version, DEFAULT_VARIANT)
@@ -131,7 +141,7 @@ def test_the_model_runner_variant_replaces_the_worker_store_rows_and_no_other(
         assert default is not None and v2 is not None
         assert {k: v for k, v in v2.rows.items() if k[1] in replaced} == {
             ("WRK-5", "wrk_miss_is_an_error"): ("FAIL", "V25"),  # V27 does not occur on V2
-            **({("SYS-8", "EngineHybridMachine"): ("FAIL", "V30")} if version == "0.33.0" else {}),
+            **(_V2_SCHEDULER_ROWS if version == "0.33.0" else {}),
         }
         others = {k: v for k, v in default.rows.items() if k[1] not in replaced}
         assert {k: v for k, v in v2.rows.items() if k[1] not in replaced} == others

@@ -263,13 +263,18 @@ print(json.dumps({"called": sorted(called), "vllm_functions": sorted(vllm_functi
 """
 
 
-@pytest.mark.parametrize("version", PINNED)
-def test_drafts_go_through_vllms_scheduler(version: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "runner"),
+    [(version, "v1") for version in PINNED]
+    + [("0.33.0", "v2")] * ("0.33.0" in PINNED),
+)
+def test_drafts_go_through_vllms_scheduler(version: str, runner: str) -> None:
     """SYS-14 through vLLM's code: the stand-in drafter's proposals reach
     ``Scheduler.update_draft_token_ids``, the scheduler schedules them after the
     request's token and rolls back what the stand-in target rejected; none of it calls
-    the project's code."""
-    result = run_child(_DRAFTER_RUN, version)
+    the project's code — with the Scheduler built for model runner V1, and for V2 with
+    V2's encoder cache as the worker's (``MMSPEC_VLLM_MODEL_RUNNER=v2``)."""
+    result = run_child(_DRAFTER_RUN, version, {"MMSPEC_VLLM_MODEL_RUNNER": runner})
     assert result["called"] == [], "vLLM's scheduler called the project's code"
     assert "update_draft_token_ids" in result["vllm_functions"]
     # P = 7, k = 2; draft_token_id is wrong where 7 + output index is a multiple of 3.

@@ -309,7 +309,9 @@ def _engine_loop_modes(code: VllmCode) -> str:
             "(VLLM_USE_V2_MODEL_RUNNER=1: resumed requests reinstalled, encoder input "
             "updates), the worker's requests installed in V2's EncoderCache; resets and "
             "weight updates: EngineCore's own functions; hybrid models as on V1 (no Mamba "
-            "layer runs); no drafter or async scheduling (V2's own runner paths, not built)"
+            "layer runs); drafter: the EAGLE stand-in config, its look-ahead V2's "
+            "gather_mm_embeddings(draft_lookahead=1); no async scheduling (V2's own "
+            "output handling, not built)"
         )
     drafter = "EAGLE stand-in config, drafts proposed and verified by the runner stand-in"
     if pads_new_decodes(code):

@@ -402,11 +402,11 @@ class VllmEngineLoop:
         )
 
 
-#: The engine modes whose runner side is model runner V2's own (its drafter, its async
-#: output handling) and not built (a hybrid model's Mamba states are not run on either
-#: runner): with V2 the engine loop does not
-#: provide them, so their machines say so rather than judge V1's stand-in.
-V2_PATHS_NOT_BUILT = ("num_speculative_tokens", "async_scheduling")
+#: The engine mode whose runner side is model runner V2's own and not built: its
+#: handling of outputs in flight (async scheduling). With V2 the engine loop does not
+#: provide it, so its machines say so rather than judge V1's stand-in. (A hybrid
+#: model's Mamba states are run on neither runner; the drafter's look-ahead is V2's.)
+V2_PATHS_NOT_BUILT = ("async_scheduling",)
 
 
 def _without_v2_paths(loop: VllmEngineLoop) -> None:

@@ -7,8 +7,9 @@ scheduler built for V2), the requests' features live in V2's ``EncoderCache``: b
 encoding, the store installs the step as V2's ``execute_model`` does (finished and
 preempted requests removed, the freed hashes freed, new and reinstalled requests'
 features added, the scheduler's ``encoder_input_updates`` applied), and what gets
-encoded is V2's ``prepare_mm_inputs`` over them (no drafter or async scheduling there:
-:data:`adapters.vllm.engine.V2_PATHS_NOT_BUILT`).
+encoded is V2's ``prepare_mm_inputs`` over them; the drafter's look-ahead is V2's
+``gather_mm_embeddings(draft_lookahead=1)`` over the installed request (no async
+scheduling there: :data:`adapters.vllm.engine.V2_PATHS_NOT_BUILT`).
 
 This is the stand-in for the model runner (no GPU, no weights). Per step, in the
 runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder outputs
@@ -274,6 +275,16 @@ class EngineWorker:
         chunk; 0.22.1's asserts — finding V22)."""
         if not self.drafter:
             return {}
+        if isinstance(self.store, VllmV2WorkerStore):  # V2's, over the installed request
+            return {
+                req_id: self.store.draft_gather(
+                    req_id,
+                    starts[req_id],
+                    int(scheduler_output.num_scheduled_tokens[req_id]),
+                    len(requests[req_id][0].token_ids),
+                )
+                for req_id in order
+            }
         if isinstance(self.store, VllmWorkerStore):  # vLLM's own shifted gather
             return {
                 req_id: self.store.draft_gather(

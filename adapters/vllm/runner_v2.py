@@ -134,6 +134,27 @@ class VllmV2WorkerStore:
             if (data := features[req_id][input_id].data) is not None and id(data) in kept
         }
 
+    def draft_gather(
+        self, request_id: str, start: int, new: int, prompt_len: int
+    ) -> tuple[NDArray[Any], ...]:
+        """The drafter's gather after the target's (V2's ``execute_model``:
+        ``gather_mm_embeddings(input_batch, draft_lookahead=1)``) for one installed
+        request whose chunk is ``[start, start + new)``: its features as installed, the
+        window shifted by one, V2's own fallback for an item starting where the chunk
+        ends and not held (token embeddings: no rows)."""
+        scheduled = np.array([new], dtype=np.int32)
+        try:
+            embeds, _ = self.runner.gather_mm_embeddings(
+                [request_id], new, scheduled, np.array([0, new], dtype=np.int32),
+                np.array([prompt_len], dtype=np.int32), np.array([start], dtype=np.int32),
+                draft_lookahead=1,
+            )
+        except (AssertionError, RuntimeError) as error:
+            if MISS in str(error):
+                raise MissingEmbeddingError(str(error)) from error
+            raise
+        return tuple(embed.numpy().copy() for embed in embeds)
+
     # --- vLLM's methods --------------------------------------------------------------
 
     def _store(self, outputs: Mapping[str, torch.Tensor]) -> None:
