@@ -121,6 +121,9 @@ _V2_SCHEDULER_ROWS = {
     ("SYS-7", "EngineDrafterMachine"): ("FAIL", "V21"),
     ("SYS-8", "EngineDrafterMachine"): ("FAIL", "V23"),
     ("SYS-10", "EngineDrafterMachine"): ("FAIL", "V12"),
+    ("SYS-7", "EngineAsyncDrafterMachine"): ("FAIL", "V21"),
+    ("SYS-8", "EngineAsyncDrafterMachine"): ("FAIL", "V23"),
+    ("SYS-10", "EngineAsyncDrafterMachine"): ("FAIL", "V12"),
 }
 
 
@@ -133,7 +136,8 @@ def test_the_model_runner_variant_replaces_the_worker_store_rows_and_no_other(
     wrk = {"wrk_free_before_store", "wrk_freed_hash_dropped", "wrk_gather_selects_embed_rows",
            "wrk_chunks_concatenate_to_whole", "wrk_miss_is_an_error"}
     engine = {"EngineMachine", "EngineResetMachine", "EngineHybridMachine",
-              "EngineDrafterMachine"}  # 0.33.0 only
+              "EngineDrafterMachine", "EngineAsyncMachine",
+              "EngineAsyncDrafterMachine"}  # 0.33.0 only
     for version in ("0.22.1", "0.33.0"):
         replaced = wrk | engine if version == "0.33.0" else wrk
         default = load_declaration(version, DEFAULT_VARIANT)

@@ -318,13 +318,17 @@ print(json.dumps({"called": sorted(called), "vllm_functions": sorted(vllm_functi
 """
 
 
-@pytest.mark.parametrize("version", PINNED)
-def test_async_scheduling_is_vllms_async_scheduler(version: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "runner"),
+    [(version, "v1") for version in PINNED]
+    + [("0.33.0", "v2")] * ("0.33.0" in PINNED),
+)
+def test_async_scheduling_is_vllms_async_scheduler(version: str, runner: str) -> None:
     """SYS-15 through vLLM's code: the engine loop is vLLM's ``AsyncScheduler`` with one
     step in flight — each step schedules the next and executes the one scheduled before
     — and a preemption with a chunk in flight goes through vLLM's own stale-output
-    handling; none of it calls the project's code."""
-    result = run_child(_ASYNC_RUN, version)
+    handling; none of it calls the project's code (on model runner V1, and on V2)."""
+    result = run_child(_ASYNC_RUN, version, {"MMSPEC_VLLM_MODEL_RUNNER": runner})
     assert result["called"] == [], "vLLM's scheduler called the project's code"
     assert result["scheduler"] == "AsyncScheduler"
     assert {"_update_after_schedule", "_free_encoder_inputs"} <= set(result["vllm_functions"])

@@ -310,8 +310,9 @@ def _engine_loop_modes(code: VllmCode) -> str:
             "updates), the worker's requests installed in V2's EncoderCache; resets and "
             "weight updates: EngineCore's own functions; hybrid models as on V1 (no Mamba "
             "layer runs); drafter: the EAGLE stand-in config, its look-ahead V2's "
-            "gather_mm_embeddings(draft_lookahead=1); no async scheduling (V2's own "
-            "output handling, not built)"
+            "gather_mm_embeddings(draft_lookahead=1); async scheduling: vLLM's "
+            "AsyncScheduler built for V2, one step in flight, what V2 will encode "
+            "foreseen on a copy of its encoder cache"
         )
     drafter = "EAGLE stand-in config, drafts proposed and verified by the runner stand-in"
     if pads_new_decodes(code):

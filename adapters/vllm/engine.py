@@ -67,7 +67,6 @@ class VllmEngineLoop:
         self._config = config
         store = parts.worker_store()
         if runner_v2:
-            _without_v2_paths(self)
             if not isinstance(store, VllmV2WorkerStore):
                 raise TypeError(
                     "a Scheduler built for model runner V2 needs V2's encoder cache behind "
@@ -314,6 +313,12 @@ class VllmEngineLoop:
         if scheduled is None:
             return (), (), ()
         inputs = scheduled.scheduled_encoder_inputs
+        store = self._worker.store
+        if isinstance(store, VllmV2WorkerStore):  # V2 skips a hash it will still hold
+            will = store.predicted_encodes(scheduled)
+            inputs = {
+                rid: [i for i in ids if (rid, int(i)) in will] for rid, ids in inputs.items()
+            }
         spec = scheduled.scheduled_spec_decode_tokens
         chunks = tuple(
             ScheduledChunk(
@@ -400,21 +405,6 @@ class VllmEngineLoop:
             worker_held=self._worker.store.held_hashes(),
             encoder_num_calls=self._worker.encoder.num_calls,
         )
-
-
-#: The engine mode whose runner side is model runner V2's own and not built: its
-#: handling of outputs in flight (async scheduling). With V2 the engine loop does not
-#: provide it, so its machines say so rather than judge V1's stand-in. (A hybrid
-#: model's Mamba states are run on neither runner; the drafter's look-ahead is V2's.)
-V2_PATHS_NOT_BUILT = ("async_scheduling",)
-
-
-def _without_v2_paths(loop: VllmEngineLoop) -> None:
-    """Model runner V2: the capabilities of :data:`V2_PATHS_NOT_BUILT` not provided —
-    the loop builds for a config that asks for one (a capability probe builds it), but
-    does not say it runs it, so the machines that need one report it not provided."""
-    for name in V2_PATHS_NOT_BUILT:
-        setattr(loop, name, None)
 
 
 def engine_loop_factory(code: VllmCode, api: Api, runner_v2: bool = False) -> Any:

@@ -8,8 +8,12 @@ encoding, the store installs the step as V2's ``execute_model`` does (finished a
 preempted requests removed, the freed hashes freed, new and reinstalled requests'
 features added, the scheduler's ``encoder_input_updates`` applied), and what gets
 encoded is V2's ``prepare_mm_inputs`` over them; the drafter's look-ahead is V2's
-``gather_mm_embeddings(draft_lookahead=1)`` over the installed request (no async
-scheduling there: :data:`adapters.vllm.engine.V2_PATHS_NOT_BUILT`).
+``gather_mm_embeddings(draft_lookahead=1)`` over the installed request. With async
+scheduling, V2 keeps the corrected computed count on the device
+(``RequestState.num_computed_tokens``, less the rejected drafts, as V1's deferred
+corrections give) and gathers with its CPU mirror, the scheduler's optimistic count: the
+two differ only after rejected drafts, in a decode, whose window holds no image — so the
+stand-in's corrected start (below) serves the same rows.
 
 This is the stand-in for the model runner (no GPU, no weights). Per step, in the
 runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder outputs

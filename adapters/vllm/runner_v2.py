@@ -40,6 +40,7 @@ inside the prompt, so that test is false for it with the real length as with thi
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -133,6 +134,24 @@ class VllmV2WorkerStore:
             for input_id in input_ids
             if (data := features[req_id][input_id].data) is not None and id(data) in kept
         }
+
+    def predicted_encodes(self, scheduler_output: Any) -> set[tuple[str, int]]:
+        """What :meth:`runner_encodes` will answer when this worker executes
+        ``scheduler_output`` next (async scheduling: the step left in flight): V2's own
+        install and ``prepare_mm_inputs`` run on a copy of its encoder cache (the
+        features per request and the outputs held), which nothing else changes before
+        that step executes."""
+        shadow = copy.copy(self)
+        shadow.cache = copy.copy(self.cache)
+        shadow.cache.mm_features = {k: list(v) for k, v in self.cache.mm_features.items()}
+        shadow.cache.encoder_outputs = dict(self.cache.encoder_outputs)
+        shadow.runner = copy.copy(self.runner)
+        shadow.runner.encoder_cache = shadow.cache
+        shadow._model_state = SimpleNamespace(
+            encoder_runner=shadow.runner, encoder_cache=shadow.cache
+        )
+        shadow.install(scheduler_output)
+        return shadow.runner_encodes(scheduler_output.scheduled_encoder_inputs)
 
     def draft_gather(
         self, request_id: str, start: int, new: int, prompt_len: int
