@@ -128,18 +128,25 @@ print(json.dumps({
 """
 
 
-def run_child(
+def child(
     script: str, version: str, variables: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """``script`` in a child process against the pinned release (with ``variables`` set
-    in its environment); its last line, parsed."""
-    completed = subprocess.run(
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run in a child process against the pinned release, with ``variables``
+    set in its environment."""
+    return subprocess.run(
         [sys.executable, "-c", script, str(ROOT)],
         cwd=ROOT,
         env={**child_env(vllm_tree(version)), **(variables or {})},
         capture_output=True,
         text=True,
     )
+
+
+def run_child(
+    script: str, version: str, variables: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """:func:`child`, which must succeed; its last line, parsed."""
+    completed = child(script, version, variables)
     assert completed.returncode == 0, completed.stderr[-3000:]
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result
@@ -179,8 +186,15 @@ def test_the_engine_loop_is_vllms_scheduler_and_never_calls_a_stand_in(version: 
         assert r4 == [("r4", 8, 1)], r4
         assert str(result["miss"]).startswith("Encoder cache miss for "), result["miss"]
         return
+    assert_r4_recomputed(result)
+
+
+def assert_r4_recomputed(result: dict[str, Any]) -> None:
+    """``_RUN``'s r4, preempted by the weight update, recomputed its prompt and its
+    generated token from 0, sampled the 2nd and decoded the 3rd: no miss."""
     assert result["miss"] is None
     assert result["left"] == []
+    r4 = [tuple(c[:3]) for c in result["chunks"] if c[0] == "r4"]
     assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4
 
 
@@ -214,10 +228,7 @@ def test_on_model_runner_v2_a_resumed_request_is_reinstalled_with_its_data() -> 
     assert {"_try_schedule_encoder_inputs", "_get_encoder_input_updates", "prepare_mm_inputs",
             "execute_mm_encoder", "sanity_check_mm_encoder_outputs", "gather_mm_embeddings",
             "add_request", "remove_request", "reset_encoder_cache"} <= seen, sorted(seen)
-    assert result["miss"] is None
-    assert result["left"] == []
-    r4 = [tuple(c[:3]) for c in result["chunks"] if c[0] == "r4"]
-    assert r4 == [("r4", 8, 1), ("r4", 0, 8), ("r4", 8, 2), ("r4", 10, 1)], r4
+    assert_r4_recomputed(result)
     # not vacuous: a worker that keeps a reinstalled request's first features (as V1's
     # runner keeps its request state) misses there, as V1 does
     keeps_first = _RUN_V2.replace(
@@ -230,10 +241,7 @@ def test_on_model_runner_v2_a_resumed_request_is_reinstalled_with_its_data() -> 
         "store.cache.add_request = add_once\n",
         1,
     )
-    mutated = subprocess.run(
-        [sys.executable, "-c", keeps_first, str(ROOT)], cwd=ROOT, capture_output=True,
-        text=True, env={**child_env(vllm_tree("0.33.0")), "MMSPEC_VLLM_MODEL_RUNNER": "v2"},
-    )
+    mutated = child(keeps_first, "0.33.0", {"MMSPEC_VLLM_MODEL_RUNNER": "v2"})
     missed = "Encoder cache miss for " in mutated.stderr or (
         mutated.returncode == 0 and "Encoder cache miss for " in mutated.stdout
     )

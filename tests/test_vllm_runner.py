@@ -25,6 +25,36 @@ import pytest
 from tests.test_vllm_adapter import PINNED, ROOT, child_env, vllm_tree
 from tests.test_vllm_engine import PROFILER, run_child
 
+#: Two steps every store runs: A and B stored, then gathered over two chunks.
+_TWO_STEPS = r"""
+A = np.arange(12, dtype=np.float32).reshape(4, 3)          # 4 embeddings
+B = 100 + np.arange(6, dtype=np.float32).reshape(2, 3)     # 2 embeddings, 3 positions
+a_range = PlaceholderRange(2, 4)
+b_range = PlaceholderRange(7, 3, (True, False, True))
+def g(rid, h, rng, s, e):
+    return GatherSpec(rid, h, rng, s, e)
+rows = []
+# step 1: both encoded; the chunk [0, 5) gathers A's first three rows
+rows += store.execute_step(WorkerStep((), {"A": A, "B": B}, (g("r", "A", a_range, 0, 3),)))
+# step 2: the chunk [5, 10) gathers A's last row and B's two (its middle position has none)
+rows += store.execute_step(WorkerStep((), {}, (g("r", "A", a_range, 3, 4),
+                                                g("r", "B", b_range, 0, 3))))
+held_before = sorted(store.held_hashes())
+"""
+
+#: Then A freed and a gather of it missing; C stored and a weight update's reset.
+_MISS_AND_RESET = r"""
+store.execute_step(WorkerStep(("A",), {}, ()))
+try:
+    store.execute_step(WorkerStep((), {}, (g("s", "A", a_range, 0, 4),)))
+    miss = None
+except MissingEmbeddingError as e:
+    miss = str(e)
+store.execute_step(WorkerStep((), {"C": A}, ()))
+held_before_reset = sorted(store.held_hashes())
+store.reset_encoder_cache()
+"""
+
 _RUN = r"""
 import json, sys
 from pathlib import Path
@@ -41,37 +71,14 @@ for name in ("_execute_mm_encoder", "_gather_mm_embeddings",
     if hasattr(runner, name):
         setattr(runner, name, watched(getattr(runner, name)))
 
-A = np.arange(12, dtype=np.float32).reshape(4, 3)          # 4 embeddings
-B = 100 + np.arange(6, dtype=np.float32).reshape(2, 3)     # 2 embeddings, 3 positions
-a_range = PlaceholderRange(2, 4)
-b_range = PlaceholderRange(7, 3, (True, False, True))
-def g(rid, h, rng, s, e):
-    return GatherSpec(rid, h, rng, s, e)
-rows = []
-# step 1: both encoded; the chunk [0, 5) gathers A's first three rows
-rows += store.execute_step(WorkerStep((), {"A": A, "B": B}, (g("r", "A", a_range, 0, 3),)))
-# step 2: the chunk [5, 10) gathers A's last row and B's two (its middle position has none)
-rows += store.execute_step(WorkerStep((), {}, (g("r", "A", a_range, 3, 4),
-                                                g("r", "B", b_range, 0, 3))))
-held_before = sorted(store.held_hashes())
-# step 3: A freed; a gather of A misses
-store.execute_step(WorkerStep(("A",), {}, ()))
-try:
-    store.execute_step(WorkerStep((), {}, (g("s", "A", a_range, 0, 4),)))
-    miss = None
-except MissingEmbeddingError as e:
-    miss = str(e)
+""" + _TWO_STEPS + r"""
 # the drafter's look-ahead over the chunk [0, 2) reaches Z at 2, never encoded
 try:
     z = MultiModalItem("Z", PlaceholderRange(2, 2))
     look_ahead = [len(store.draft_gather("d", 0, 2, (z,)))]
 except MissingEmbeddingError as e:
     look_ahead = str(e)
-# a weight update's reset: the runner's own reset_encoder_cache
-store.execute_step(WorkerStep((), {"C": A}, ()))
-held_before_reset = sorted(store.held_hashes())
-store.reset_encoder_cache()
-print(json.dumps({
+""" + _MISS_AND_RESET + r"""print(json.dumps({
     "called": sorted(called),
     "vllm_functions": sorted(vllm_functions),
     "rows": [r.tolist() for r in rows],
@@ -135,29 +142,10 @@ runner.gather_mm_embeddings = watched(runner.gather_mm_embeddings)
 cache.free_encoder_cache = watched(cache.free_encoder_cache)
 cache.reset_encoder_cache = watched(cache.reset_encoder_cache)
 
-A = np.arange(12, dtype=np.float32).reshape(4, 3)          # 4 embeddings
-B = 100 + np.arange(6, dtype=np.float32).reshape(2, 3)     # 2 embeddings, 3 positions
-a_range = PlaceholderRange(2, 4)
-b_range = PlaceholderRange(7, 3, (True, False, True))
-def g(rid, h, rng, s, e):
-    return GatherSpec(rid, h, rng, s, e)
-rows = []
-rows += store.execute_step(WorkerStep((), {"A": A, "B": B}, (g("r", "A", a_range, 0, 3),)))
-rows += store.execute_step(WorkerStep((), {}, (g("r", "A", a_range, 3, 4),
-                                                g("r", "B", b_range, 0, 3))))
-held_before = sorted(store.held_hashes())
+""" + _TWO_STEPS + r"""
 # A stored again with other rows: 0.33.0's prepare_mm_inputs skips a held hash
 again = store.execute_step(WorkerStep((), {"A": A + 1}, (g("r", "A", a_range, 0, 4),)))
-store.execute_step(WorkerStep(("A",), {}, ()))
-try:
-    store.execute_step(WorkerStep((), {}, (g("s", "A", a_range, 0, 4),)))
-    miss = None
-except MissingEmbeddingError as e:
-    miss = str(e)
-store.execute_step(WorkerStep((), {"C": A}, ()))
-held_before_reset = sorted(store.held_hashes())
-store.reset_encoder_cache()
-print(json.dumps({
+""" + _MISS_AND_RESET + r"""print(json.dumps({
     "called": sorted(called),
     "vllm_functions": sorted(vllm_functions),
     "rows": [r.tolist() for r in rows],

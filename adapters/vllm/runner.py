@@ -44,7 +44,8 @@ unchanged (WRK-5 judges the message).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,18 @@ from .versions import Api, VllmCode
 
 #: vLLM's message on a miss (both releases).
 MISS = "Encoder cache miss for"
+
+
+@contextlib.contextmanager
+def misses_reported() -> Iterator[None]:
+    """A gather's miss — 0.22.1's ``AssertionError``, 0.33.0's ``RuntimeError`` — as the
+    spec's ``MissingEmbeddingError``, vLLM's message unchanged; anything else as is."""
+    try:
+        yield
+    except (AssertionError, RuntimeError) as error:
+        if MISS in str(error):
+            raise MissingEmbeddingError(str(error)) from error
+        raise
 
 #: The kwargs key the passthrough model reads its rows from.
 _ROWS = "mmspec_rows"
@@ -233,17 +246,13 @@ class VllmWorkerStore:
             request_id: RequestState(start, [vllm_feature(self._code, item) for item in items])
         }
         runner.input_batch = InputBatch([request_id])
-        try:
+        with misses_reported():
             embeds, _ = runner._gather_mm_embeddings(
                 SchedulerOutputFields(
                     total_num_scheduled_tokens=new, num_scheduled_tokens={request_id: new}
                 ),
                 shift_computed_tokens=1,
             )
-        except (AssertionError, RuntimeError) as error:
-            if MISS in str(error):
-                raise MissingEmbeddingError(str(error)) from error
-            raise
         return tuple(embed.numpy().copy() for embed in embeds)
 
     def reset_encoder_cache(self) -> None:
@@ -289,17 +298,13 @@ class VllmWorkerStore:
             )
             runner.input_batch.req_ids.append(req_id)
             scheduled[req_id] = window.end - window.start
-        try:
+        with misses_reported():
             embeds, _ = runner._gather_mm_embeddings(
                 SchedulerOutputFields(
                     total_num_scheduled_tokens=sum(scheduled.values()),
                     num_scheduled_tokens=scheduled,
                 )
             )
-        except (AssertionError, RuntimeError) as error:
-            if MISS in str(error):
-                raise MissingEmbeddingError(str(error)) from error
-            raise
         features = [self._runner.requests[f"{w.request_id}#{n}"].mm_features
                     for n, w in enumerate(windows)]
         return per_gather(windows, features, embeds, len(gathers), self._runner.encoder_cache)

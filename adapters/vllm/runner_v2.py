@@ -49,10 +49,16 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from spec.errors import MissingEmbeddingError
 from spec.types import GatherSpec, WorkerStep
 
-from .runner import MISS, PassthroughModel, Window, feature_spec, per_gather, windows_of
+from .runner import (
+    PassthroughModel,
+    Window,
+    feature_spec,
+    misses_reported,
+    per_gather,
+    windows_of,
+)
 from .versions import Api, VllmCode
 
 #: The request whose features carry the step's encoder outputs into the encode path.
@@ -162,16 +168,12 @@ class VllmV2WorkerStore:
         window shifted by one, V2's own fallback for an item starting where the chunk
         ends and not held (token embeddings: no rows)."""
         scheduled = np.array([new], dtype=np.int32)
-        try:
+        with misses_reported():
             embeds, _ = self.runner.gather_mm_embeddings(
                 [request_id], new, scheduled, np.array([0, new], dtype=np.int32),
                 np.array([prompt_len], dtype=np.int32), np.array([start], dtype=np.int32),
                 draft_lookahead=1,
             )
-        except (AssertionError, RuntimeError) as error:
-            if MISS in str(error):
-                raise MissingEmbeddingError(str(error)) from error
-            raise
         return tuple(embed.numpy().copy() for embed in embeds)
 
     # --- vLLM's methods --------------------------------------------------------------
@@ -218,12 +220,8 @@ class VllmV2WorkerStore:
         starts = np.array([w.start for w in windows], dtype=np.int32)
         query_start_loc = np.concatenate([[0], np.cumsum(scheduled)]).astype(np.int32)
         prompt_ends = np.array([w.end for w in windows], dtype=np.int32)
-        try:
+        with misses_reported():
             embeds, _ = self.runner.gather_mm_embeddings(
                 req_ids, int(scheduled.sum()), scheduled, query_start_loc, prompt_ends, starts
             )
-        except (AssertionError, RuntimeError) as error:
-            if MISS in str(error):
-                raise MissingEmbeddingError(str(error)) from error
-            raise
         return list(embeds)
