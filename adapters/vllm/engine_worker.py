@@ -13,7 +13,8 @@ scheduling, V2 keeps the corrected computed count on the device
 (``RequestState.num_computed_tokens``, less the rejected drafts, as V1's deferred
 corrections give) and gathers with its CPU mirror, the scheduler's optimistic count: the
 two differ only after rejected drafts, in a decode, whose window holds no image — so the
-stand-in's corrected start (below) serves the same rows.
+stand-in's corrected start (below) serves the same rows; every step checks it
+(:func:`_check_v2_gather_window`).
 
 This is the stand-in for the model runner (no GPU, no weights). Per step, in the
 runner's order: ``free_encoder_mm_hashes`` are dropped before the new encoder outputs
@@ -180,6 +181,7 @@ class EngineWorker:
         freed = tuple(scheduler_output.free_encoder_mm_hashes)
         v2 = isinstance(self.store, VllmV2WorkerStore)
         if v2:
+            _check_v2_gather_window(scheduler_output, starts, requests)
             # V2 installs, frees and updates its requests' features before it encodes:
             # what it encodes is its prepare_mm_inputs over them, after the free — which
             # skips a hash it still holds though the scheduler had evicted it (and
@@ -387,6 +389,27 @@ class EngineWorker:
                 request, tokens_after_prompt, position
             )
             self.kv_versions[block][position % self.block_size] = self.weights_version
+
+
+def _check_v2_gather_window(
+    scheduler_output: Any,
+    starts: Mapping[str, int],
+    requests: Mapping[str, tuple[EngineRequest, Any]],
+) -> None:
+    """Model runner V2 gathers a chunk's embeddings from its CPU mirror of the computed
+    count — the scheduler's, before the rejected drafts of the step in flight are taken
+    off — while the stand-in gathers from the corrected start. The two serve the same
+    rows only because they differ just in a decode, past the prompt, where no image is;
+    a chunk for which that fails stops the run (an error, never a verdict drawn from a
+    window V2 would not read)."""
+    for req_id, scheduled_start in chunk_starts(scheduler_output).items():
+        start = starts[req_id]
+        prompt = len(requests[req_id][0].token_ids)
+        if start != scheduled_start and min(start, scheduled_start) < prompt:
+            raise AssertionError(
+                f"{req_id}: the chunk executes from {start} but V2 would gather from "
+                f"{scheduled_start}, inside the prompt of {prompt} tokens"
+            )
 
 
 def kv_source(request: EngineRequest, outputs: Sequence[int], position: int) -> KVSource:
