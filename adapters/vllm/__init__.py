@@ -111,10 +111,6 @@ ROLES_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "block_hasher": (*_REQUEST_ROLES, "kv_cache_utils"),
     "item_cache": ("inputs", "config", "mm_cache"),
     "worker_store": ("inputs", "gpu_model_runner"),
-    # model runner V2's (MMSPEC_VLLM_MODEL_RUNNER=v2), in place of the row above
-    "worker_store_v2": (
-        "inputs", "v2_encoder_cache", "v2_encoder_runner", "v2_model_state", "v2_model_runner"
-    ),
     "engine_loop": (
         *_REQUEST_ROLES,
         "encoder_cache_manager",
@@ -147,14 +143,32 @@ def _import_code() -> VllmCode:
     return VllmCode(modules=modules, errors=errors)
 
 
-def _variant_of(component: str) -> str:
-    """The row of :data:`ROLES_BY_COMPONENT` (and of ``versions.ROWS_BY_COMPONENT``)
-    that ``component`` reads in this run."""
-    return "worker_store_v2" if component == "worker_store" and MODEL_RUNNER == "v2" else component
+#: The roles and version rows that replace a component's with model runner V2
+#: (``$MMSPEC_VLLM_MODEL_RUNNER=v2``: :mod:`adapters.vllm.runner_v2`).
+ROLES_ON_RUNNER_V2: dict[str, tuple[str, ...]] = {
+    "worker_store": (
+        "inputs", "v2_encoder_cache", "v2_encoder_runner", "v2_model_state", "v2_model_runner"
+    ),
+}
+ROWS_ON_RUNNER_V2: dict[str, tuple[str, ...]] = {"worker_store": ("runner_v2_encode_method",)}
+
+
+def _roles(component: str) -> tuple[str, ...]:
+    """The roles ``component`` needs in this run (its model runner's)."""
+    if MODEL_RUNNER == "v2" and component in ROLES_ON_RUNNER_V2:
+        return ROLES_ON_RUNNER_V2[component]
+    return ROLES_BY_COMPONENT[component]
+
+
+def _rows(component: str) -> tuple[str, ...]:
+    """The :mod:`adapters.vllm.versions` rows ``component`` reads in this run."""
+    if MODEL_RUNNER == "v2" and component in ROWS_ON_RUNNER_V2:
+        return ROWS_ON_RUNNER_V2[component]
+    return ROWS_BY_COMPONENT[component]
 
 
 def _missing_roles(code: VllmCode, component: str) -> list[str]:
-    roles = list(ROLES_BY_COMPONENT[_variant_of(component)])
+    roles = list(_roles(component))
     if component in ("block_hasher", "engine_loop") and not code.has("hashing"):
         roles.append("utils")
     return [role for role in roles if not code.has(role)]
@@ -176,8 +190,6 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
     reasons: dict[str, str] = {}
     apis: dict[str, Api] = {}
     for component in ROLES_BY_COMPONENT:
-        if component == "worker_store_v2":
-            continue  # worker_store's row when MMSPEC_VLLM_MODEL_RUNNER=v2
         missing = _missing_roles(code, component)
         if missing:
             reasons[component] = "; ".join(code.errors[role] for role in missing)
@@ -187,7 +199,7 @@ def _build(source: VllmSource, code: VllmCode) -> tuple[Adapter, dict[str, str],
                 f"{MODULES['encoder_cache_manager']} has no EncoderDecoderCacheManager"
             )
             continue
-        apis[component] = resolve_api(source, code, ROWS_BY_COMPONENT[_variant_of(component)])
+        apis[component] = resolve_api(source, code, _rows(component))
 
     if MODEL_RUNNER == "v2" and "engine_loop" in apis:
         from .engine_build import runner_v2_refusal

@@ -69,7 +69,6 @@ class VllmV2WorkerStore:
     """``spec.components.WorkerStore`` over model runner V2's ``EncoderCache``."""
 
     def __init__(self, code: VllmCode, api: Api) -> None:
-        self._inputs = code.module("inputs")
         self._code = code
         self._encode_method = api.has("runner_v2_encode_method")
         runner_module = code.module("v2_encoder_runner")

@@ -264,8 +264,7 @@ ROWS_BY_COMPONENT: dict[str, tuple[str, ...]] = {
     "block_hasher": ("hash_fn_module", "mm_extra_key_offset", "mm_extra_key_tag"),
     "splice": (),
     "item_cache": (),
-    "worker_store": ("runner_free_method",),
-    "worker_store_v2": ("runner_v2_encode_method",),
+    "worker_store": ("runner_free_method",),  # V2's: adapters/vllm/__init__.py
     "engine_loop": ("hash_fn_module",),
 }
 
