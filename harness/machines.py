@@ -65,13 +65,13 @@ from properties.engine_async_drafter_machine import (
 from properties.engine_async_machine import async_probe, engine_async_machine_class
 from properties.engine_drafter_machine import drafter_probe, engine_drafter_machine_class
 from properties.engine_hybrid_machine import engine_hybrid_machine_class, hybrid_probe
-from properties.engine_machine import ENGINE_EXAMPLES_SCALE, engine_machine
+from properties.engine_machine import ENGINE_MIN_PROGRAMS, engine_machine
 from properties.engine_reset_machine import (
     engine_reset_machine_class,
     resets_probe,
     weights_probe,
 )
-from properties.framework import Parts, Runnable, machine
+from properties.framework import Parts, Runnable, machine, machine_settings
 from properties.item_cache_machine import item_cache_machine
 from spec.adapter import Adapter, EngineParts
 from spec.components import EmbeddingCache, EncoderCacheManager, EngineLoop, ItemCache
@@ -163,7 +163,7 @@ def engine_resets(
     if no_resets and no_updates:
         raise TypeError(f"engine_resets needs resets or weight updates: {no_resets}; {no_updates}")
     built = engine_reset_machine_class(parts, no_resets is None, no_updates is None)
-    return _machine_class(machine(built, examples_scale=ENGINE_EXAMPLES_SCALE))
+    return _machine_class(machine(built, min_programs=ENGINE_MIN_PROGRAMS))
 
 
 def engine_drafter(
@@ -178,7 +178,7 @@ def engine_drafter(
     if lacking:
         raise TypeError(f"engine_drafter needs a drafter: {lacking}")
     return _machine_class(
-        machine(engine_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+        machine(engine_drafter_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
     )
 
 
@@ -194,7 +194,7 @@ def engine_async(
     if lacking:
         raise TypeError(f"engine_async needs async scheduling: {lacking}")
     return _machine_class(
-        machine(engine_async_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+        machine(engine_async_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
     )
 
 
@@ -211,7 +211,7 @@ def engine_async_drafter(
     if lacking:
         raise TypeError(f"engine_async_drafter needs async scheduling and a drafter: {lacking}")
     return _machine_class(
-        machine(engine_async_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+        machine(engine_async_drafter_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
     )
 
 
@@ -227,7 +227,7 @@ def engine_hybrid(
     if lacking:
         raise TypeError(f"engine_hybrid needs a hybrid-model engine: {lacking}")
     return _machine_class(
-        machine(engine_hybrid_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+        machine(engine_hybrid_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
     )
 
 
@@ -246,9 +246,9 @@ def _engine_parts(
     return build_parts(adapter, reference)
 
 
-#: Each machine class these functions made -> how many times a profile's ``max_examples``
-#: the command line runs it (``Runnable.examples_scale``).
-_EXAMPLES_SCALE: weakref.WeakKeyDictionary[type[RuleBasedStateMachine], int] = (
+#: Each machine class these functions made -> the fewest programs the command line runs
+#: it for (``Runnable.min_programs``).
+_MIN_PROGRAMS: weakref.WeakKeyDictionary[type[RuleBasedStateMachine], int] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -259,16 +259,15 @@ def mmspec_settings(machine: type[RuleBasedStateMachine], profile: str = "ci") -
     the profile (never a registered Hypothesis profile, so the caller's stay as they are),
     with the machine's examples as the command line counts them. Without a database, as
     ``harness.profiles.profile_settings`` gives them; set ``database=`` to keep failures."""
-    if machine not in _EXAMPLES_SCALE:
+    if machine not in _MIN_PROGRAMS:
         raise ValueError(
             f"{machine.__name__} was not made by harness.machines (encoder_cache, engine, ...)"
         )
-    base = profile_settings(profile)
-    return settings(base, max_examples=base.max_examples * _EXAMPLES_SCALE[machine])
+    return machine_settings(profile_settings(profile), _MIN_PROGRAMS[machine])
 
 
 def _machine_class(runnable: Runnable) -> type[RuleBasedStateMachine]:
     machine = runnable.machine_class
     assert machine is not None, "properties.framework.machine sets it"
-    _EXAMPLES_SCALE[machine] = runnable.examples_scale
+    _MIN_PROGRAMS[machine] = runnable.min_programs
     return machine

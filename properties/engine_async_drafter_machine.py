@@ -38,7 +38,7 @@ from properties.engine_drafter_machine import (
     engine_drafter_machine_class,
 )
 from properties.engine_machine import (
-    ENGINE_EXAMPLES_SCALE,
+    ENGINE_MIN_PROGRAMS,
     ENGINE_SUBJECT,
     ENGINE_USES,
     SYS_CLAUSES,
@@ -96,7 +96,7 @@ def engine_async_drafter_machine(parts: Parts) -> Runnable:
     if async_drafter_probe(parts) is not None:
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
-    return machine(engine_async_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    return machine(engine_async_drafter_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
 
 
 def engine_async_drafter_machine_class(parts: Parts) -> type[Any]:

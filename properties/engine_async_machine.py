@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from properties.engine_machine import (
-    ENGINE_EXAMPLES_SCALE,
+    ENGINE_MIN_PROGRAMS,
     ENGINE_SUBJECT,
     ENGINE_USES,
     SYS_CLAUSES,
@@ -77,7 +77,7 @@ def engine_async_machine(parts: Parts) -> Runnable:
     if async_probe(parts) is not None:
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
-    return machine(engine_async_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    return machine(engine_async_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
 
 
 def engine_async_machine_class(

@@ -40,7 +40,7 @@ from properties.engine_drafter_invariants import (
     sys14_rejections_rolled_back,
 )
 from properties.engine_machine import (
-    ENGINE_EXAMPLES_SCALE,
+    ENGINE_MIN_PROGRAMS,
     ENGINE_SUBJECT,
     ENGINE_USES,
     SYS_CLAUSES,
@@ -93,7 +93,7 @@ def engine_drafter_machine(parts: Parts) -> Runnable:
     if drafter_probe(parts) is not None:
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
-    return machine(engine_drafter_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    return machine(engine_drafter_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
 
 
 def engine_drafter_machine_class(parts: Parts, base: type[Any] | None = None) -> type[Any]:

@@ -32,7 +32,7 @@ from properties.engine_hybrid_invariants import (
     sys16_stops_at_the_last_hit_boundary,
 )
 from properties.engine_machine import (
-    ENGINE_EXAMPLES_SCALE,
+    ENGINE_MIN_PROGRAMS,
     ENGINE_SUBJECT,
     ENGINE_USES,
     SYS_CLAUSES,
@@ -95,7 +95,7 @@ def engine_hybrid_machine(parts: Parts) -> Runnable:
     if hybrid_probe(parts) is not None:
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
-    return machine(engine_hybrid_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    return machine(engine_hybrid_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
 
 
 def engine_hybrid_machine_class(parts: Parts) -> type[Any]:

@@ -139,8 +139,8 @@ ENGINE_SUBJECT: tuple[ComponentName, ...] = (
     "worker_store",
 )
 ENGINE_USES: tuple[ComponentName, ...] = ("encoder", "hasher")
-#: Every engine machine runs twice the profile's programs (see engine_machine for why).
-ENGINE_EXAMPLES_SCALE = 2
+#: Every engine machine runs at least this many programs (see engine_machine for why).
+ENGINE_MIN_PROGRAMS = 200
 
 
 @clause_property(
@@ -153,10 +153,11 @@ ENGINE_EXAMPLES_SCALE = 2
 def engine_machine(parts: Parts) -> Runnable:
     """SYS-1..10: the engine loop (or the reference loop around the adapter's
     components) under many requests, every invariant checked after every step."""
-    # Twice the profile's runs: the transitions SPEC.md declares for this machine are
-    # rare enough that 100 runs under some seeds reach one (``doorstep_truncation``)
-    # fewer than 5 times (seed 231198249: 0): VACUOUS, under a sweep of fresh seeds.
-    return machine(engine_machine_class(parts), examples_scale=ENGINE_EXAMPLES_SCALE)
+    # At least 200 runs: the transitions SPEC.md declares for this machine are rare
+    # enough that 100 runs under some seeds reach one (``doorstep_truncation``) fewer
+    # than 5 times (seed 231198249: 0): VACUOUS, under a sweep of fresh seeds. A floor,
+    # not a multiple: a profile that asks for 200 or more (``grading``) gets what it asks.
+    return machine(engine_machine_class(parts), min_programs=ENGINE_MIN_PROGRAMS)
 
 
 def engine_machine_class(

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from properties.engine_machine import (
-    ENGINE_EXAMPLES_SCALE,
+    ENGINE_MIN_PROGRAMS,
     ENGINE_SUBJECT,
     ENGINE_USES,
     SYS_CLAUSES,
@@ -140,7 +140,7 @@ def engine_reset_machine(parts: Parts) -> Runnable:
         # no machine name: no transition is owed by a run that judges nothing
         return Runnable(run=lambda settings: None)
     built = engine_reset_machine_class(parts, can_reset, can_update)
-    return machine(built, examples_scale=ENGINE_EXAMPLES_SCALE)
+    return machine(built, min_programs=ENGINE_MIN_PROGRAMS)
 
 
 def engine_reset_machine_class(parts: Parts, can_reset: bool, can_update: bool) -> type[Any]:

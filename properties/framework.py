@@ -290,8 +290,9 @@ class Runnable:
     #: For a machine: the class itself (its instances count in ``examples`` and record
     #: into ``transitions``), for drivers other than Hypothesis (the exhaustive checker).
     machine_class: type[RuleBasedStateMachine] | None = None
-    #: For a machine: how many times the profile's ``max_examples`` it runs (:func:`machine`).
-    examples_scale: int = 1
+    #: For a machine: the fewest programs it runs, whatever the profile's ``max_examples``
+    #: (:func:`machine`, :func:`machine_settings`).
+    min_programs: int = 0
     #: What the run leaves out of its clauses because the adapter declares it does not
     #: serve it (PFX-7's identity kinds an engine's prefix cache refuses): printed beside
     #: the verdict, which stays the clause's on what was drawn. Empty: the whole clause.
@@ -371,11 +372,20 @@ class TransitionRecorder:
         type(self).transition_counter[transition] += times
 
 
-def machine(cls: type[RuleBasedStateMachine], examples_scale: int = 1) -> Runnable:
-    """Wrap a state machine class (a ``TransitionRecorder`` subclass). ``examples_scale``
-    multiplies the profile's ``max_examples`` for this machine (see its caller for why)."""
+def machine_settings(profile: Settings, min_programs: int) -> Settings:
+    """``profile`` with at least ``min_programs`` examples (valid programs, for a
+    machine): a floor, never a multiple, so that a profile that asks for more gets what it
+    asks for."""
+    if profile.max_examples >= min_programs:
+        return profile
+    return Settings(profile, max_examples=min_programs)
+
+
+def machine(cls: type[RuleBasedStateMachine], min_programs: int = 0) -> Runnable:
+    """Wrap a state machine class (a ``TransitionRecorder`` subclass). It runs at least
+    ``min_programs`` programs under any profile (see its caller for why)."""
     runnable = Runnable(
-        run=lambda s: None, machine_name=cls.__name__, examples_scale=examples_scale
+        run=lambda s: None, machine_name=cls.__name__, min_programs=min_programs
     )
     counter = runnable.transitions
 
@@ -390,14 +400,9 @@ def machine(cls: type[RuleBasedStateMachine], examples_scale: int = 1) -> Runnab
     Counted.__qualname__ = cls.__qualname__
     runnable.machine_class = Counted
 
-    def scaled(profile: Settings) -> Settings:
-        if examples_scale == 1:
-            return profile
-        return Settings(profile, max_examples=profile.max_examples * examples_scale)
-
     def run(profile: Settings) -> None:
         _apply_overrides(runnable, Counted)
-        run_state_machine_as_test(Counted, settings=scaled(profile))
+        run_state_machine_as_test(Counted, settings=machine_settings(profile, min_programs))
 
     def fuzz_target(profile: Settings) -> Callable[[bytes], bytes | None]:
         # The @given test run_state_machine_as_test runs (Hypothesis splits it out for

@@ -206,7 +206,8 @@ def test_the_hybrid_machine_takes_an_engine_that_serves_hybrid_models() -> None:
 def test_mmspec_settings_are_the_command_lines_for_each_machine() -> None:
     """Issue 33, item 8: the machines run under the caller's settings (Hypothesis' default:
     100 programs), half what ``verify`` runs; ``mmspec_settings`` gives them the command
-    line's: the profile's settings with each machine's programs as the registry counts them."""
+    line's: the profile's settings with each machine's programs as the registry counts them
+    (the profile's ``max_examples``, at least the machine's floor)."""
     from harness.loader import build_parts, load_adapter
     from harness.machines import item_cache, mmspec_settings
     from harness.profiles import profile_settings
@@ -214,23 +215,30 @@ def test_mmspec_settings_are_the_command_lines_for_each_machine() -> None:
     from reference.item_cache import ItemCache
 
     parts = build_parts(load_adapter("reference").adapter, None)
-    scale = {}
+    floor = {}
     for spec in REGISTRY.values():
         runnable = spec.build(parts)
         if runnable.machine_name is not None:
-            scale[runnable.machine_name] = runnable.examples_scale
+            floor[runnable.machine_name] = runnable.min_programs
     made = [
         encoder_cache(EncoderCacheManager), item_cache(ItemCache), engine(EngineLoop),
         engine_resets(EngineLoop), engine_drafter(EngineLoop), engine_async(EngineLoop),
         engine_async_drafter(EngineLoop), engine_hybrid(EngineLoop),
     ]
-    for profile in ("ci", "dev"):
+    for profile in ("ci", "dev", "grading", "thorough"):
         base = profile_settings(profile)
         for machine in made:
             ours = mmspec_settings(machine, profile)
-            assert ours.max_examples == base.max_examples * scale[machine.__name__], machine
+            expected = max(base.max_examples, floor[machine.__name__])
+            assert ours.max_examples == expected, (machine, profile)
             for field in ("stateful_step_count", "derandomize", "phases", "database"):
                 assert getattr(ours, field) == getattr(base, field), (machine, field)
-    assert scale["EncoderCacheMachine"] == 2 and scale["ItemCacheMachine"] == 1
+    assert floor["EncoderCacheMachine"] == 200 and floor["ItemCacheMachine"] == 0
+    assert floor["EngineMachine"] == 200
+    # ``ci`` (100 examples) runs the engine machines' 200; ``grading`` (200) its own 200;
+    # ``thorough`` (2000) its 2000: a floor, never a multiple of what the profile asks
+    engine_settings = {p: mmspec_settings(made[2], p).max_examples for p in
+                       ("ci", "grading", "thorough")}
+    assert engine_settings == {"ci": 200, "grading": 200, "thorough": 2000}
     with pytest.raises(ValueError, match="not made by harness.machines"):
         mmspec_settings(type("Other", (), {}))  # type: ignore[arg-type]
