@@ -15,18 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from properties.framework import check
+from properties.framework import answers, check
 from properties.models.encoder_decoder_cache import Allocation, EncoderDecoderCacheModel
 from spec.components import EncoderDecoderCacheManager
 from spec.types import RequestView
 
 
 def snapshot(impl: EncoderDecoderCacheManager, requests: Sequence[RequestView]) -> tuple[Any, ...]:
-    """Everything observable about the implementation, as plain values."""
-    return (
-        impl.num_free_slots,
-        tuple(sorted(impl.get_cached_input_ids(req)) for req in requests),
-    )
+    """Everything observable about the implementation, as plain values (the listings:
+    the same calls as a loop, one exchange when the manager is isolated:
+    :func:`properties.framework.answers`)."""
+    free = impl.num_free_slots
+    listings = answers(impl.get_cached_input_ids, ((req,) for req in requests))
+    return (free, tuple(sorted(listed) for listed in listings))
 
 
 # --- ECD-1: slot accounting -------------------------------------------------------------------
@@ -101,7 +102,26 @@ def ecd2_listing(
 ) -> None:
     """``get_cached_input_ids`` lists every item holding an allocation, and only items of
     the request (the others listed are released to no effect)."""
-    got = set(impl.get_cached_input_ids(req))
+    ecd2_listed(model, req, set(impl.get_cached_input_ids(req)), when)
+
+
+def ecd2_every_listing(
+    impl: EncoderDecoderCacheManager,
+    model: EncoderDecoderCacheModel,
+    requests: Sequence[RequestView],
+    when: str,
+) -> None:
+    """:func:`ecd2_listing` of each request in turn: the same calls and checks as a loop
+    of it (one exchange when the manager is isolated: :func:`properties.framework.answers`)."""
+    listings = answers(impl.get_cached_input_ids, ((req,) for req in requests))
+    for req in requests:
+        ecd2_listed(model, req, set(next(listings)), when)
+
+
+def ecd2_listed(
+    model: EncoderDecoderCacheModel, req: RequestView, got: set[int], when: str
+) -> None:
+    """ECD-2 on ``got``, what ``get_cached_input_ids(req)`` listed."""
     want = model.cached_input_ids(req.request_id)
     items = set(range(len(req.items)))
     check(

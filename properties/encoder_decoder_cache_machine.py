@@ -31,6 +31,7 @@ from properties.encoder_cache_scenarios import pick
 from properties.encoder_decoder_cache_invariants import (
     ecd1_allocation_charges,
     ecd1_slots,
+    ecd2_every_listing,
     ecd2_free,
     ecd2_listing,
     ecd2_release,
@@ -368,7 +369,6 @@ def encoder_decoder_cache_machine(parts: Parts) -> Runnable:
                 return
             note(f"the manager must now be: {fmt_state(self.model)}")
             ecd1_slots(self.model, self.cache.num_free_slots)
-            for req in self.requests:
-                ecd2_listing(self.cache, self.model, req, "now")
+            ecd2_every_listing(self.cache, self.model, self.requests, "now")
 
     return machine(EncoderDecoderCacheMachine)
