@@ -117,6 +117,7 @@ from properties.framework import (
     Parts,
     Runnable,
     TransitionRecorder,
+    answers,
     clause_property,
     machine,
     note,
@@ -220,10 +221,10 @@ def engine_machine_class(
             self.engine = build(config)
             self.model = EngineModel(config, parts.encoder)
             hasher = parts.hasher()
+            # the same calls as a loop; one exchange when the hasher is isolated
+            hashes = answers(hasher.hash_item, ((raw.data,) for raw in universe))
             for raw in universe:
-                image = Image(
-                    raw.label, raw.data, hasher.hash_item(raw.data), raw.length, raw.is_embed
-                )
+                image = Image(raw.label, raw.data, next(hashes), raw.length, raw.is_embed)
                 self.images[raw.label] = image
                 self.label_of[image.mm_hash] = raw.label
             note(said_engine(config))
