@@ -212,6 +212,9 @@ import mmspec.machines
 from mmspec.reference.encoder_cache import EncoderCacheManager
 Machine = mmspec.machines.encoder_cache(EncoderCacheManager, reset=True)
 assert Machine.TestCase and mmspec.machines.mmspec_settings(Machine).max_examples == 200
+# a floor of 200 programs, not a multiple: grading's 200 and thorough's 2000 are kept
+assert [mmspec.machines.mmspec_settings(Machine, p).max_examples
+        for p in ("grading", "thorough")] == [200, 2000]
 print("version", mmspec.__version__)
 '''
 
