@@ -19,6 +19,10 @@ workers):
   profile, isolated, reproducers written and verified;
 - ``grade-failing``: the same grade of a build with one failing clause (the zoo entry
   ``ecm_evicts_one_short``: ECM-5), its reproducer verified;
+- ``grade-engine-bug``: the same grade of a build whose own engine loop breaks one clause
+  (the zoo entry ``sys_reencodes_held``: SYS-3, which all six engine machines judge, each
+  failing, shrinking and running again with SYS-3 set aside; the rest of the build is
+  the reference's stand-ins, called back in the grader);
 - ``plugin``: ``pytest -p harness.pytest_plugin --mmspec-adapter=reference`` in a folder
   outside the checkout (the installed wheel runs the same code: tests/test_wheel.py);
 - ``plugin-xdist``: the same with pytest-xdist's ``-n 2``, as a team running its tests
@@ -64,6 +68,8 @@ YARDSTICK = (
 
 #: The zoo entry graded by ``grade-failing``: one clause (ECM-5) fails, nothing else.
 FAILING_BUILD = "adapters/zoo/ecm_evicts_one_short.py"
+#: The zoo entry graded by ``grade-engine-bug``: its engine loop breaks SYS-3.
+ENGINE_BUG_BUILD = "adapters/zoo/sys_reencodes_held.py"
 
 #: The test module the plugin path runs, written into a folder outside the checkout.
 PLUGIN_TEST = "from harness.pytest_plugin import test_clause  # noqa: F401\n"
@@ -142,13 +148,14 @@ PATHS: dict[str, Callable[[Path], list[list[str]]]] = {
     ],
     "grade": lambda s: _grade("reference", s),
     "grade-failing": lambda s: _grade(FAILING_BUILD, s),
+    "grade-engine-bug": lambda s: _grade(ENGINE_BUG_BUILD, s),
     "plugin": _plugin,
     "plugin-xdist": lambda s: _plugin(s, "-n", "2"),
     "replay": _replay,
     "kill-matrix": lambda _s: [[PYTHON, "-m", "harness.kill_matrix"]],
     "make-test": lambda _s: [["make", "--no-print-directory", "test"]],
 }
-DEFAULT_PATHS = ("verify", "grade", "grade-failing", "plugin", "replay")
+DEFAULT_PATHS = ("verify", "grade", "grade-failing", "grade-engine-bug", "plugin", "replay")
 
 
 def measure(path: str, before: float, log: Path) -> tuple[Figure, float]:
