@@ -31,6 +31,7 @@ from typing import Any
 from harness import names
 from properties.framework import Parts
 from spec.adapter import COMPONENTS, Adapter
+from spec.components import SelfManagedWorkerStore
 from spec.types import ProcessorConfig, SchedulerConfig
 
 #: The checkout root (installed: the ``mmspec/`` folder): where our own files lie.
@@ -455,7 +456,24 @@ def build_parts(
             owner = absent
         factories[component] = factory
         provenance[component] = owner
-    return Parts(**factories, provenance=provenance)
+    engine_worker_store = None
+    if adapter.engine_loop is None and adapter.worker_store is not None and fallback is not None:
+        if fallback.engine_loop is not None and fallback.worker_store is not None:
+            engine_worker_store = functools.partial(
+                _directed_store, adapter.worker_store, fallback.worker_store
+            )
+    return Parts(**factories, provenance=provenance, engine_worker_store=engine_worker_store)
+
+
+def _directed_store(own: Callable[[], Any], reference: Callable[[], Any]) -> Any:
+    """The worker store the fallback's engine loop, standing in, is given: the adapter's,
+    unless it keeps its own cache (``SelfManagedWorkerStore``, SGLang's): such a store
+    takes no frees from a scheduler, and the engine loop directs its worker by them (WRK,
+    "An engine without a scheduler-side encoder cache"), so the fallback's stands in."""
+    store = own()
+    if isinstance(store, SelfManagedWorkerStore) and store.self_managed() is True:
+        return reference()
+    return store
 
 
 def _unavailable(component: str) -> Callable[..., Any]:

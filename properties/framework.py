@@ -222,6 +222,10 @@ class Parts:
     engine_loop: Callable[[EngineConfig, EngineParts], EngineLoop]
     #: component name -> the name of the implementation behind it
     provenance: dict[str, str] = field(default_factory=dict)
+    #: the worker store an engine loop is given, where it is not ``worker_store``: the
+    #: reference's engine loop standing in beside a store that keeps its own cache
+    #: (:func:`harness.loader.build_parts`)
+    engine_worker_store: Callable[[], WorkerStore] | None = None
 
     def engine_parts(self) -> EngineParts:
         return EngineParts(
@@ -230,7 +234,7 @@ class Parts:
             encoder_cache_manager=self.encoder_cache_manager,
             scheduling_hook=self.scheduling_hook,
             block_hasher=self.block_hasher,
-            worker_store=self.worker_store,
+            worker_store=self.engine_worker_store or self.worker_store,
         )
 
 

@@ -31,9 +31,10 @@ from properties.framework import (
     check,
     clause_property,
     expect_error,
+    probed_product,
     stateless,
 )
-from spec.components import WorkerStore
+from spec.components import SelfManagedWorkerStore, WorkerStore
 from spec.errors import InvalidInputError, MissingEmbeddingError
 from spec.types import GatherSpec, PlaceholderRange, WorkerStep
 
@@ -142,10 +143,32 @@ def _same_rows(got: NDArray[Any], want: NDArray[Any]) -> bool:
     return got.shape == want.shape and bool(np.array_equal(got, want))
 
 
-@clause_property("wrk_free_before_store", "WRK-1", subject=("worker_store",))
+def _directed_probe(parts: Parts) -> str | None:
+    """Why WRK-1, WRK-2 and WRK-5 have nothing to judge in the adapter's worker store:
+    it declares a cache of its own (``SelfManagedWorkerStore``); None for any other. A
+    factory that raises, or gives no worker store, raises here (issue 32)."""
+    store = probed_product(parts.worker_store(), WorkerStore, "worker_store")
+    if isinstance(store, SelfManagedWorkerStore) and store.self_managed() is True:
+        return (
+            "the worker store keeps its own content-keyed cache (it declares "
+            "self_managed(), spec/components.py::SelfManagedWorkerStore): no scheduler "
+            "frees, held set or miss to judge; its gathers are judged (WRK-3, WRK-4)"
+        )
+    return None
+
+
+@clause_property(
+    "wrk_free_before_store",
+    "WRK-1",
+    subject=("worker_store",),
+    capabilities=(("WRK-1", _directed_probe),),
+)
 def wrk_free_before_store(parts: Parts) -> Runnable:
     """WRK-1: steps in which some hashes are both freed and stored (and other freed
     hashes were never held); the re-stored ones are held and served in that step."""
+    if _directed_probe(parts) is not None:
+        return Runnable(run=lambda settings: None)
+
 
     @given(pool=images(), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:
@@ -192,10 +215,18 @@ def wrk_free_before_store(parts: Parts) -> Runnable:
     return stateless(test)
 
 
-@clause_property("wrk_freed_hash_dropped", "WRK-2", subject=("worker_store",))
+@clause_property(
+    "wrk_freed_hash_dropped",
+    "WRK-2",
+    subject=("worker_store",),
+    capabilities=(("WRK-2", _directed_probe),),
+)
 def wrk_freed_hash_dropped(parts: Parts) -> Runnable:
     """WRK-2: after every step of a program of frees and stores, the store holds
     exactly the model's set, and a gather of a dropped hash raises."""
+    if _directed_probe(parts) is not None:
+        return Runnable(run=lambda settings: None)
+
 
     @given(pool=images(), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:
@@ -328,11 +359,19 @@ def wrk_chunks_concatenate_to_whole(parts: Parts) -> Runnable:
     return stateless(test)
 
 
-@clause_property("wrk_miss_is_an_error", "WRK-5", subject=("worker_store",))
+@clause_property(
+    "wrk_miss_is_an_error",
+    "WRK-5",
+    subject=("worker_store",),
+    capabilities=(("WRK-5", _directed_probe),),
+)
 def wrk_miss_is_an_error(parts: Parts) -> Runnable:
     """WRK-5: a gather of a hash never stored, or stored and freed, raises
     ``MissingEmbeddingError`` naming the hash; an output with the wrong row
     count for its range raises ``InvalidInputError``."""
+    if _directed_probe(parts) is not None:
+        return Runnable(run=lambda settings: None)
+
 
     @given(pool=images(min_count=2), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:

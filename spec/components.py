@@ -544,6 +544,21 @@ class WorkerStore(Protocol):
     def held_hashes(self) -> frozenset[str]: ...
 
 
+@runtime_checkable
+class SelfManagedWorkerStore(Protocol):
+    """Optional declaration of a ``WorkerStore`` whose embeddings a content-keyed cache of
+    its own keeps, not the scheduler's instructions: the worker of an engine without a
+    scheduler-side encoder cache (SGLang's ``mm_schedule`` looks each item up in
+    ``MultiModalStaticCache`` and encodes what it misses). It has no frees to apply
+    first, no held set the scheduler mirrors and no miss to report, so WRK-1, WRK-2 and
+    WRK-5 are "not provided" for it; its gathers are judged (WRK-3, WRK-4), and its cache
+    by EMB where the adapter provides one."""
+
+    def self_managed(self) -> bool:
+        """True (a store whose ``self_managed()`` is not True is judged as any other)."""
+        ...
+
+
 #: Where the KV of one computed prompt or output position came from (SYS-6):
 #: ``("token", token_id)`` for a position computed from a token (text, break and end
 #: tokens, and generated tokens), ``("embed", mm_hash, row)`` for a position computed from

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -22,9 +23,10 @@ DEFAULT_TREE = ROOT / ".sglang-cache" / "sglang-0.5.23"
 REQUIRED = os.environ.get("MMSPEC_REQUIRE_SGLANG") == "1"
 
 #: The properties of the components the adapter provides (PFX-3, SPL-5 and DIFF-2 are not
-#: provided: optional capabilities SGLang has no code for).
+#: provided: optional capabilities SGLang has no code for; nor WRK-1, 2 and 5: the worker
+#: store keeps its own cache).
 PROVIDED = ("PFX-1", "PFX-2", "PFX-4", "PFX-5", "PFX-6",
-            "SPL-1", "SPL-2", "SPL-3", "SPL-4", "DIFF-1", "DIFF-3")
+            "SPL-1", "SPL-2", "SPL-3", "SPL-4", "DIFF-1", "DIFF-3", "WRK-3", "WRK-4")
 
 
 def _unavailable(reason: str) -> None:
@@ -105,6 +107,67 @@ def test_splice_keeps_the_last_rows_given_too_many(adapter: ModuleType) -> None:
         np.zeros((4, 1), dtype=np.float32), [first, second], np.ones(4, dtype=bool)
     )
     assert out[:, 0].tolist() == [2.0, 3.0, 4.0, 5.0]
+
+
+def _row_break_step() -> Any:
+    """One image of six positions at offset 3 whose third and fifth take no embedding
+    (row breaks), stored and gathered in two windows that cut a run."""
+    import numpy as np
+
+    from spec.types import GatherSpec, PlaceholderRange, WorkerStep
+
+    position = PlaceholderRange(3, 6, (True, True, False, True, False, True))
+    rows = np.arange(8, dtype=np.float32).reshape(4, 2)
+    return WorkerStep((), {"A": rows}, (
+        GatherSpec("r", "A", position, 0, 4), GatherSpec("r", "A", position, 4, 6),
+    ))
+
+
+def test_the_worker_stores_gathers_are_sglangs(adapter: ModuleType) -> None:
+    """The store's gathers run SGLang's code: the processor's run finder, the cache's
+    set and lookup, and mm_schedule's slicing (0.5.3: mm_utils.get_embedding_chunk)."""
+    called: set[str] = set()
+    tree = os.environ["MMSPEC_SGLANG_SRC"]
+
+    def record(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code.co_filename.startswith(tree):
+            called.add(frame.f_code.co_name)
+
+    store = adapter.ADAPTER.worker_store()
+    sys.setprofile(record)
+    try:
+        first, second = store.execute_step(_row_break_step())
+    finally:
+        sys.setprofile(None)
+    assert first[:, 0].tolist() == [0.0, 2.0, 4.0] and second[:, 0].tolist() == [6.0]
+    assert "get_mm_items_offset" in called, called
+    assert "get_embedding_chunk" in called, called  # an item of several runs
+    assert {"set", "get_single"} <= called or {"put", "get"} <= called, called
+
+
+def test_a_broken_slice_in_sglangs_code_fails_wrk_3(
+    adapter: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WRK-3 judges SGLang's slicing: with ``get_embedding_chunk`` made to lose the last
+    row of a chunk, the property fails (the function is SGLang's; the change is this
+    test's, undone after it)."""
+    from harness.runner import Verdict, verify
+
+    module = adapter.MM_SCHEDULE if adapter.MM_SCHEDULE is not None else adapter.MM_UTILS
+    original = module.get_embedding_chunk
+
+    def loses_a_row(*args: Any, **kwargs: Any) -> Any:
+        chunk, start, end = original(*args, **kwargs)
+        return chunk[:-1], start, end - 1 if end > start else end
+
+    monkeypatch.setattr(module, "get_embedding_chunk", loses_a_row)
+    if adapter.MM_SCHEDULE is not None:  # single-run items: _slice_item_chunk's own slice
+        slice_item = module._slice_item_chunk
+        monkeypatch.setattr(
+            module, "_slice_item_chunk", lambda *a, **k: slice_item(*a, **k)[:-1]
+        )
+    report = verify("adapters/sglang", "ci", only=["WRK-3"])
+    assert [row.verdict for row in report.rows] == [Verdict.FAIL]
 
 
 #: The releases whose declared verdicts name finding S1 (the 30-bit radix key).

@@ -22,6 +22,11 @@ block_hasher     ``MultimodalDataItem.set_pad_value`` (``hash_feature``, the pad
                  ``OpenAIServingBase._compute_extra_key``)
 embedding_cache  ``MultiModalStaticCache`` (0.5.22+) or ``MultiModalCache`` (0.5.3):
                  the content-keyed embedding cache (:mod:`adapters.sglang.embedding_cache`)
+worker_store     the same cache and ``mm_schedule``'s chunk slicing (``_item_overlap``,
+                 ``_slice_item_chunk``; 0.5.3: ``mm_utils.get_embedding_chunk``) over the
+                 runs ``get_mm_items_offset`` finds: a store that keeps its own cache
+                 (``self_managed``), judged on its gathers (WRK-3, WRK-4;
+                 :mod:`adapters.sglang.worker`)
 splice           ``mm_schedule._adjust_embedding_length`` then
                  ``mm_utils._scatter_mm_embedding``, as ``embed_mm_inputs`` calls them
                  (0.5.22 and later; :mod:`adapters.sglang.splice`)
@@ -31,8 +36,7 @@ Not provided (not yet wrapped, or no equivalent): the hasher (SGLang hashes the
 processor's output tensors, not ``(data, options)``: the feature hasher judges that),
 the splice in 0.5.3 (inline in
 ``embed_mm_inputs``), the encoder cache manager (SGLang's cache has no references:
-the embedding cache judges it), the processor, encoder, scheduling hook, worker store and engine
-loop.
+the embedding cache judges it), the processor, encoder, scheduling hook and engine loop.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 from spec.adapter import Adapter
 
@@ -50,6 +54,7 @@ from .prefix import NamespaceCode, SglangBlockHasher
 from .source import SglangSource, SglangSourceError, SglangUnavailableError, load_sglang
 from .splice import SglangSplice
 from .splice import available as splice_available
+from .worker import SglangWorkerStore
 
 
 def _optional_module(name: str) -> ModuleType | None:
@@ -104,12 +109,23 @@ BASE_PROCESSOR = importlib.import_module(
     "sglang.srt.multimodal.processors.base_processor"
 ).BaseMultimodalProcessor
 
+#: What the worker store calls: the cache, the processor's run finder, the slicing.
+WORKER_MODULES = SimpleNamespace(
+    torch=TORCH,
+    multimodal_cache=MULTIMODAL_CACHE,
+    base_processor=BASE_PROCESSOR,
+    schedule_batch=SCHEDULE_BATCH,
+    mm_schedule=MM_SCHEDULE,
+    mm_utils=MM_UTILS,
+)
+
 ADAPTER = Adapter(
     name=SOURCE.describe(),
     feature_hasher=lambda: SglangFeatureHasher(SCHEDULE_BATCH, TORCH, BASE_PROCESSOR),
     block_hasher=lambda size: SglangBlockHasher(SCHEDULE_BATCH, MM_UTILS, size, NAMESPACE),
     splice=_splice_factory(MM_UTILS, MM_SCHEDULE),
     embedding_cache=lambda capacity: SglangEmbeddingCache(MULTIMODAL_CACHE, TORCH, capacity),
+    worker_store=lambda: SglangWorkerStore(WORKER_MODULES),
 )
 
 __all__ = [

@@ -51,6 +51,7 @@ CLAUSES = (
     "PFX-1", "PFX-2", "PFX-3", "PFX-4", "PFX-5", "PFX-6", "PFX-7", "PFX-8",
     "SPL-1", "SPL-2", "SPL-3", "SPL-4", "SPL-5", "DIFF-1", "DIFF-2", "DIFF-3",
     "ECD-1", "ECD-2", "ECD-3", "ECD-4", "ECD-5", "ECD-6",
+    "WRK-1", "WRK-2", "WRK-3", "WRK-4", "WRK-5",
 )
 EXPECTED_DIR = HERE / "expected"
 REPORTS = ROOT / "reports" / "sglang"

@@ -9,7 +9,8 @@ encoder-decoder cache manager has ``reset``; PFX-7 and PFX-8 when the block hash
 ``request_block_hashes_with`` (PFX-7 drawing only the kinds of ``identity_kinds``
 where the hasher has it); HASH-7 and HASH-8 when the hasher has ``item_identifier``;
 SYS-11 to SYS-16 when the engine loop has the resets, ``update_weights``,
-``num_speculative_tokens``, ``async_scheduling`` or ``mamba_block_aligned``):
+``num_speculative_tokens``, ``async_scheduling`` or ``mamba_block_aligned``; and
+WRK-1, WRK-2 and WRK-5 not when the worker store declares ``self_managed``):
 the child reports which extension members its object has, and the grader's proxy offers
 exactly those, so that ``isinstance(proxy, Bfloat16Splice)`` answers as it would in process.
 """
@@ -31,6 +32,7 @@ from spec.components import (
     RequestIdentifiedHasher,
     ResettableEncoderCache,
     ResettableEngine,
+    SelfManagedWorkerStore,
     SpeculativeEngine,
     WeightUpdatableEngine,
 )
@@ -50,6 +52,8 @@ EXTENSIONS: dict[str, tuple[type, ...]] = {
     "feature_hasher": (ClientHashedFeatureHasher,),
     # ECD-6's optional capability
     "encoder_decoder_cache_manager": (ResettableEncoderCache,),
+    # WRK-1, WRK-2 and WRK-5: not provided for a store that declares its own cache
+    "worker_store": (SelfManagedWorkerStore,),
     # SYS-11, SYS-12, SYS-13/14's, SYS-15's and SYS-16's
     "engine_loop": (
         ResettableEngine, WeightUpdatableEngine, SpeculativeEngine, AsyncEngine, HybridEngine
