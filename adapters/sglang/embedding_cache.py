@@ -62,13 +62,17 @@ class SglangEmbeddingCache:
         return bool(self._cache.put(item_hash, tensor))
 
     def get(self, key: str) -> NDArray[Any] | None:
+        tensor = self.tensor(key)
+        return None if tensor is None else tensor.numpy()
+
+    def tensor(self, key: str) -> Any:
+        """The cached torch tensor of ``key`` (None on a miss), as SGLang's lookup gives
+        it: ``get_single(hash).embedding`` (0.5.3: ``get(hash)``)."""
         item_hash = sglang_key(key)
         if self._static:
             result = self._cache.get_single(item_hash)
-            tensor = None if result is None else result.embedding
-        else:
-            tensor = self._cache.get(item_hash)
-        return None if tensor is None else tensor.numpy()
+            return None if result is None else result.embedding
+        return self._cache.get(item_hash)
 
     def held(self) -> Mapping[str, int]:
         entries = self._cache.mm_cache.items()

@@ -17,8 +17,9 @@ provided, and the gathers are SGLang's:
   that take an embedding hold the image token, the others (row breaks) a text token, with
   a text token either side of the item, as in any prompt;
 - an encoder output is stored with ``set(key, EmbeddingResult(...))`` (0.5.3: ``put``)
-  under the 64-bit key SGLang keys items by, as a tensor of its own: SGLang stores the
-  encoder's fresh output, which nothing else holds or writes;
+  under the 64-bit key SGLang keys items by (through the EMB adapter's
+  :class:`~adapters.sglang.embedding_cache.SglangEmbeddingCache`), as a tensor of its
+  own: SGLang stores the encoder's fresh output, which nothing else holds or writes;
 - a gather of positions ``[s, e)`` of an item at ``offset`` is the chunk
   ``[offset + s, offset + e)``: ``_item_overlap`` decides whether it touches the item's
   runs (no rows if not: the caller skips the item), ``get_single`` (``get``) fetches the
@@ -41,7 +42,7 @@ from numpy.typing import NDArray
 from spec.errors import InvalidInputError, MissingEmbeddingError
 from spec.types import GatherSpec, WorkerStep
 
-from .embedding_cache import sglang_key
+from .embedding_cache import SglangEmbeddingCache
 
 #: Room for every output a property stores: nothing is evicted behind a gather.
 CAPACITY_BYTES = 1 << 30
@@ -54,13 +55,7 @@ class SglangWorkerStore:
 
     def __init__(self, modules: Any) -> None:
         self._m = modules
-        self._static = hasattr(modules.multimodal_cache, "MultiModalStaticCache")
-        cache = modules.multimodal_cache
-        self._cache = (
-            cache.MultiModalStaticCache(CAPACITY_BYTES) if self._static
-            else cache.MultiModalCache(CAPACITY_BYTES)
-        )
-        self._keys: dict[int, str] = {}
+        self._cache = SglangEmbeddingCache(modules.multimodal_cache, modules.torch, CAPACITY_BYTES)
 
     def self_managed(self) -> bool:
         return True
@@ -71,18 +66,12 @@ class SglangWorkerStore:
         return [self._gather(spec) for spec in step.gathers]
 
     def held_hashes(self) -> frozenset[str]:
-        return frozenset(self._keys[key] for key in self._cache.mm_cache if key in self._keys)
+        return frozenset(self._cache.held())
 
     def _store(self, mm_hash: str, output: NDArray[Any]) -> None:
         if not isinstance(output, np.ndarray) or output.ndim != 2:
             raise InvalidInputError(f"an encoder output is a 2-d array, not {output!r:.80}")
-        key = sglang_key(mm_hash)
-        self._keys[key] = mm_hash
-        tensor = self._m.torch.from_numpy(output.copy())
-        if self._static:
-            self._cache.set(key, self._m.multimodal_cache.EmbeddingResult(embedding=tensor))
-        else:
-            self._cache.put(key, tensor)
+        self._cache.put(mm_hash, output.copy())  # the encoder's fresh output: its own
 
     def _runs(self, spec: GatherSpec) -> list[tuple[int, int]]:
         """The item's runs, absolute, as the processor finds them in the token ids."""
@@ -120,12 +109,7 @@ class SglangWorkerStore:
         return np.array(rows.numpy(), copy=True)
 
     def _embedding(self, mm_hash: str) -> Any:
-        key = sglang_key(mm_hash)
-        if self._static:
-            result = self._cache.get_single(key)
-            tensor = None if result is None else result.embedding
-        else:
-            tensor = self._cache.get(key)
+        tensor = self._cache.tensor(mm_hash)
         if tensor is None:
             raise MissingEmbeddingError(f"the embedding cache holds no {mm_hash}")
         return tensor
