@@ -29,9 +29,8 @@ from types import MappingProxyType, ModuleType
 from typing import Any
 
 from harness import names
-from properties.framework import Parts
+from properties.framework import Parts, keeps_own_cache
 from spec.adapter import COMPONENTS, Adapter
-from spec.components import SelfManagedWorkerStore
 from spec.types import ProcessorConfig, SchedulerConfig
 
 #: The checkout root (installed: the ``mmspec/`` folder): where our own files lie.
@@ -471,9 +470,7 @@ def _directed_store(own: Callable[[], Any], reference: Callable[[], Any]) -> Any
     takes no frees from a scheduler, and the engine loop directs its worker by them (WRK,
     "An engine without a scheduler-side encoder cache"), so the fallback's stands in."""
     store = own()
-    if isinstance(store, SelfManagedWorkerStore) and store.self_managed() is True:
-        return reference()
-    return store
+    return reference() if keeps_own_cache(store) else store
 
 
 def _unavailable(component: str) -> Callable[..., Any]:

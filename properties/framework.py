@@ -46,6 +46,7 @@ from spec.components import (
     ItemCache,
     Processor,
     SchedulingHook,
+    SelfManagedWorkerStore,
     Splice,
     WorkerStore,
 )
@@ -256,6 +257,13 @@ def probed_product(product: T, protocol: type, component: ComponentName) -> T:
             f"{protocol.__name__} Protocol (spec/components.py)"
         )
     return product
+
+
+def keeps_own_cache(store: object) -> bool:
+    """Whether a worker store declares a content-keyed cache of its own
+    (``SelfManagedWorkerStore.self_managed()`` is True): WRK-1, WRK-2 and WRK-5 do not
+    apply to it, and an engine loop standing in is not given it (harness.loader)."""
+    return isinstance(store, SelfManagedWorkerStore) and store.self_managed() is True
 
 
 def probed_engine(parts: Parts, config: EngineConfig) -> EngineLoop:

@@ -31,10 +31,11 @@ from properties.framework import (
     check,
     clause_property,
     expect_error,
+    keeps_own_cache,
     probed_product,
     stateless,
 )
-from spec.components import SelfManagedWorkerStore, WorkerStore
+from spec.components import WorkerStore
 from spec.errors import InvalidInputError, MissingEmbeddingError
 from spec.types import GatherSpec, PlaceholderRange, WorkerStep
 
@@ -148,7 +149,7 @@ def _directed_probe(parts: Parts) -> str | None:
     it declares a cache of its own (``SelfManagedWorkerStore``); None for any other. A
     factory that raises, or gives no worker store, raises here (issue 32)."""
     store = probed_product(parts.worker_store(), WorkerStore, "worker_store")
-    if isinstance(store, SelfManagedWorkerStore) and store.self_managed() is True:
+    if keeps_own_cache(store):
         return (
             "the worker store keeps its own content-keyed cache (it declares "
             "self_managed(), spec/components.py::SelfManagedWorkerStore): no scheduler "
@@ -168,7 +169,6 @@ def wrk_free_before_store(parts: Parts) -> Runnable:
     hashes were never held); the re-stored ones are held and served in that step."""
     if _directed_probe(parts) is not None:
         return Runnable(run=lambda settings: None)
-
 
     @given(pool=images(), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:
@@ -226,7 +226,6 @@ def wrk_freed_hash_dropped(parts: Parts) -> Runnable:
     exactly the model's set, and a gather of a dropped hash raises."""
     if _directed_probe(parts) is not None:
         return Runnable(run=lambda settings: None)
-
 
     @given(pool=images(), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:
@@ -371,7 +370,6 @@ def wrk_miss_is_an_error(parts: Parts) -> Runnable:
     count for its range raises ``InvalidInputError``."""
     if _directed_probe(parts) is not None:
         return Runnable(run=lambda settings: None)
-
 
     @given(pool=images(min_count=2), data=st.data())
     def test(pool: list[Image], data: st.DataObject) -> None:
