@@ -388,6 +388,15 @@ def test_the_wheel_installs_beside_unrelated_spec_and_properties(tmp_path: Path)
         seen.append(_outcomes(engine / "team.xml"))
     assert seen[0] == seen[1], seen
     assert seen[0]["test_clause[SPL-1:spl_text_rows_untouched]"][1]["mmspec_examples"] == "100"
+    # a team whose worker keeps its own cache (SGLang's design, issue 34): it declares so,
+    # and the installed plugin skips WRK-1 with the reason while WRK-3 judges its gathers
+    (engine / "own_cache.py").write_text(_as_installed(SELF_MANAGED), encoding="utf-8")
+    own = _run([*python, "-m", "pytest", "--mmspec-adapter=own_cache.py", "-k",
+                "WRK-1 or WRK-3", "-p", "no:cacheprovider", "-q", "-rs"],
+               cwd=engine, env=env, timeout=300)
+    assert own.returncode == 0, own.stdout + own.stderr
+    assert "1 passed, 1 skipped" in own.stdout, own.stdout
+    assert "keeps its own content-keyed cache" in own.stdout, own.stdout
     # a malformed adapter: one usage error (issue 33, item 4)
     (engine / "malformed.py").write_text(
         _as_installed(ROOT / "tests" / "fixtures" / "missing_method.py"), encoding="utf-8"
@@ -409,6 +418,7 @@ def test_team_profile_is_untouched():
 #: The whole of what an engine's repository adds (with mmspec installed).
 PLUGIN_EXAMPLE = "from mmspec.harness.pytest_plugin import test_clause  # noqa: F401\n"
 NEWEST_FIRST = ROOT / "adapters" / "zoo" / "ecm_newest_first_eviction.py"
+SELF_MANAGED = ROOT / "tests" / "fixtures" / "self_managed_store.py"
 
 
 def _as_installed(path: Path) -> str:
