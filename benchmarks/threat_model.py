@@ -120,7 +120,8 @@ def _judge(name: str, done: subprocess.CompletedProcess[str], scratch: Path) -> 
         succeeded = sorted({
             a["what"].split(" ")[0] if a["what"].startswith(("SIGSTOP", "prlimit")) else a["what"]
             for a in map(json.loads, attempts.read_text().splitlines())
-            if a["done"] and (a["what"] != "seed on a command line" or SECRET in a["got"])
+            if a["done"] and a["what"] != "runs as"  # which user: a record, not an attempt
+            and (a["what"] != "seed on a command line" or SECRET in a["got"])
         })
         if succeeded:
             return "NOT held: it could " + "; ".join(succeeded)

@@ -74,7 +74,11 @@ echo "setup.sh: grading with $("$PY" --version) at $PY"
 # of its own (util-linux setpriv, in every Debian and Ubuntu image), which may not read
 # the rubric or grading.env (a secret seed), nor signal the grader; every process of that
 # user is killed when grading ends. MMSPEC_SANDBOX=none opts out (trusted code only).
+# A grade's forked workers run their children as users of their own (burying a child kills
+# every process of its user): MMSPEC_SANDBOX_WORKERS more users, $SANDBOX_USER-1, ..., so
+# that a grade uses the CPUs the assignment's settings give (half a CPU unless raised).
 SANDBOX_USER="${MMSPEC_SANDBOX_USER:-mmspec-grader}"
+SANDBOX_WORKERS="${MMSPEC_SANDBOX_WORKERS:-4}"
 rm -f "$SOURCE/.mmspec-sandbox-user"
 if [ "${MMSPEC_SANDBOX:-user}" = "none" ]; then
   echo "setup.sh: no sandbox (MMSPEC_SANDBOX=none): the submission runs as $(id -un)"
@@ -82,11 +86,20 @@ elif [ "$(id -u)" != 0 ]; then
   echo "setup.sh: no sandbox: creating its user needs root (Gradescope runs this as root)" >&2
 else
   command -v setpriv >/dev/null || { echo "setup.sh: setpriv (util-linux) is missing" >&2; exit 1; }
-  if ! id -u "$SANDBOX_USER" >/dev/null 2>&1; then
-    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
-      "$SANDBOX_USER"
-  fi
-  [ "$(id -u "$SANDBOX_USER")" != 0 ] || { echo "setup.sh: $SANDBOX_USER is root" >&2; exit 1; }
+  case "$SANDBOX_WORKERS" in
+    ''|*[!0-9]*) echo "setup.sh: MMSPEC_SANDBOX_WORKERS must be a number" >&2; exit 1 ;;
+  esac
+  SANDBOX_USERS="$SANDBOX_USER"
+  for worker in $(seq 1 "$SANDBOX_WORKERS"); do
+    SANDBOX_USERS="$SANDBOX_USERS,$SANDBOX_USER-$worker"
+  done
+  for user in ${SANDBOX_USERS//,/ }; do
+    if ! id -u "$user" >/dev/null 2>&1; then
+      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+        "$user"
+    fi
+    [ "$(id -u "$user")" != 0 ] || { echo "setup.sh: $user is root" >&2; exit 1; }
+  done
   # what decides the grade is root's alone; the grader's code stays readable
   chmod 600 "$SOURCE/grading.env"
   chmod -R go-rwx "$SOURCE/rubrics"
@@ -96,6 +109,7 @@ else
   chmod -R go-rwx "$SOURCE/reference" "$SOURCE/properties/models" \
     "$SOURCE/properties/oracles.py" "$SOURCE/properties/differential.py"
   find "$SOURCE" -name __pycache__ -type d -prune -exec rm -rf {} +
-  echo "$SANDBOX_USER" > "$SOURCE/.mmspec-sandbox-user"
-  echo "setup.sh: the submission will run as $SANDBOX_USER (uid $(id -u "$SANDBOX_USER"))"
+  echo "$SANDBOX_USERS" > "$SOURCE/.mmspec-sandbox-user"
+  echo "setup.sh: the submission will run as $SANDBOX_USER (uid $(id -u "$SANDBOX_USER")),"\
+    "a forked worker's children as one of ${SANDBOX_USERS#*,}"
 fi

@@ -694,7 +694,8 @@ def verify(
     ``adapter_ref``): the adapter is never imported here, and each property gets a live child.
     ``jobs``: run the properties in that many forked processes (each property's seed is
     its own, so the report is the one ``jobs=1`` gives); isolated, each worker starts a
-    child of its own (one process at a time under a sandbox user: :attr:`IsolatedSession.forks`).
+    child of its own (under a sandbox, at most one worker per worker user:
+    :meth:`IsolatedSession.workers`).
     ``heartbeat``: hears a line every few seconds while a property runs
     (:mod:`harness.heartbeat`: how many examples so far). ``replay``: the ``(version,
     blob)`` of a ``@reproduce_failure``: run just that one test case of the one property
@@ -737,7 +738,7 @@ def verify(
         )
 
     with listening(heartbeat):
-        results = _run_all(to_run, run_one, jobs if session is None or session.forks else 1,
+        results = _run_all(to_run, run_one, jobs if session is None else session.workers(jobs),
                            progress)
     rows = tuple(_row(clause, name, registry, results, parts) for clause, name in pairs)
     return Report(

@@ -230,8 +230,10 @@ def test_with_the_default_setup_a_submission_cannot_reach_the_grader(
     marker.chmod(0o1777)
     hostile = (FIXTURES / "hostile" / "sandbox_escape.py").read_text()
     root = _autograder(scratch, bundle, {"adapter.py": hostile})
-    assert (root / "source" / ".mmspec-sandbox-user").read_text().strip() == "mmspec-grader"
+    users = (root / "source" / ".mmspec-sandbox-user").read_text().strip()
+    assert users == "mmspec-grader," + ",".join(f"mmspec-grader-{n}" for n in range(1, 5))
     monkeypatch.setenv("MMSPEC_HOSTILE_MARKER", str(marker))
+    monkeypatch.setenv("MMSPEC_GRADE_JOBS", "2")  # two workers, whatever this machine has
     results = _run(root)
     written = (root / "results" / "results.json").read_bytes()
     time.sleep(3)  # the late writer, had it survived, would have written by now
@@ -252,5 +254,46 @@ def test_with_the_default_setup_a_submission_cannot_reach_the_grader(
     assert str(SECRET) not in by_what["seed on a command line"]["got"]
     signals = [a for a in attempts if a["what"].startswith(("SIGSTOP", "prlimit"))]
     assert signals and not [a for a in signals if a["done"]], signals
+    # the grade ran in two workers, each child as a user of its own beside the grader's
+    # child's, and none of them could stop another's
+    assert {a["got"] for a in attempts if a["what"] == "runs as"} == {
+        "mmspec-grader", "mmspec-grader-1", "mmspec-grader-2"}
+    assert [a for a in attempts if a["what"].startswith("SIGSTOP another sandbox user")]
     late = [a for a in attempts if a["what"] == "late write of results.json"]
     assert not [a for a in late if a["done"]], late
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="the sandbox users are set up by root (as on Gradescope), with setpriv",
+)
+def test_under_the_sandbox_two_workers_give_the_report_one_process_gives(
+    bundle: Path, scratch: Path
+) -> None:
+    # issue 31: each forked worker's children run as a user of its own (burying one
+    # kills every process of its user), so a grade uses the CPUs it is given; the report
+    # is the one a single process gives, engine machine included
+    files = {f"from_spec/{p.name}": p.read_text() for p in (FIXTURES / "from_spec").glob("*.py")}
+    files["adapter.py"] = "from from_spec import ADAPTER  # noqa: F401\n"
+    root = _autograder(scratch, bundle, files)
+    source = root / "source"
+    users = (source / ".mmspec-sandbox-user").read_text().strip()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    reports = {}
+    for jobs in ("1", "2"):
+        out = root / f"report-{jobs}.json"
+        with _ONE_SANDBOXED_RUN.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = subprocess.run(
+                [sys.executable, "-m", "properties", "grade",
+                 str(root / "submission" / "adapter.py"), "--profile", "ci",
+                 "--sandbox-user", users, "--jobs", jobs, "--format", "json",
+                 "--out", str(out), "--no-reproducers", "--only", "hash_equal_content_equal_hash",
+                 "spl_no_broadcast", "EncoderCacheMachine", "EngineMachine"],
+                cwd=source, env={**env, "PYTHONPATH": str(source)},
+                capture_output=True, text=True, timeout=600, check=False,
+            )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        reports[jobs] = re.sub(r'"(seconds|execution_time)": [0-9.]+', "<t>", out.read_text())
+    assert reports["1"] == reports["2"]
+    assert '"EngineMachine"' in reports["1"]

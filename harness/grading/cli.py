@@ -21,6 +21,7 @@ from harness.isolation.options import (
     limits_from,
     show_submission_output,
 )
+from harness.isolation.sandbox import usable_cpus
 from harness.loader import NEEDS_REFERENCE, REFERENCE_REF
 from harness.names import HAS_REFERENCE
 from harness.profiles import PROFILES
@@ -31,9 +32,10 @@ if TYPE_CHECKING:  # the student kit holds no exhaustive search (it drives the m
 
 EXIT_FULL_MARKS, EXIT_POINTS_LOST, EXIT_USAGE = 0, 1, 2
 
-#: Processes a grade runs its properties in by default: two, the cores the README and
-#: CI assume (a Gradescope container has two as well).
-DEFAULT_JOBS = 2
+#: Processes a grade runs its properties in by default: one per CPU this process may keep
+#: busy (its cgroup's quota counted: a Gradescope autograder gets half a virtual CPU, so
+#: one, unless its settings give more); under a sandbox, at most one per worker user.
+DEFAULT_JOBS = usable_cpus()
 
 
 #: ``grade --help`` ends with these (the module docstring says the same).
@@ -108,8 +110,9 @@ def add_grade_command(
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     parser.add_argument(
         "--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
-        help=f"run the properties in N processes, each with its own isolated child (the "
-        f"report is the same for any N; default {DEFAULT_JOBS}; 1 as --sandbox-user)",
+        help="run the properties in N processes, each with its own isolated child (the "
+        "report is the same for any N; default: the CPUs this process may use, here "
+        f"{DEFAULT_JOBS}; under --sandbox-user, at most one per name after the first)",
     )
     add_isolation_options(parser, isolated_by_default=True)
     add_exhaustive_option(parser)

@@ -9,7 +9,7 @@ import shlex
 import sys
 from collections.abc import Callable
 
-from harness.isolation.sandbox import USER_ENV, sandbox_user
+from harness.isolation.sandbox import USER_ENV, sandbox_users
 from harness.isolation.supervisor import PREFIX_ENV, Limits
 
 _DEFAULTS = Limits()
@@ -75,10 +75,12 @@ def add_isolation_options(parser: argparse.ArgumentParser, isolated_by_default: 
         "child's failure (default 32MiB)",
     )
     group.add_argument(
-        "--sandbox-user", metavar="NAME", default=os.environ.get(USER_ENV) or None,
+        "--sandbox-user", metavar="NAME[,NAME...]", default=os.environ.get(USER_ENV) or None,
         help="run the child as this unprivileged user (the grader must be root; "
         "gradescope/setup.sh creates mmspec-grader), and kill every process of that user "
-        f"when a child ends; default ${USER_ENV}",
+        "when a child ends; with more names, each forked worker (--jobs) runs its children "
+        "as one of the others, so a grade uses that many cores (setup.sh creates "
+        f"mmspec-grader-1, ...); default ${USER_ENV}",
     )
     group.add_argument(
         "--child-prefix", metavar="WORDS", default=os.environ.get(PREFIX_ENV, ""),
@@ -92,6 +94,7 @@ def limits_from(args: argparse.Namespace) -> Limits | None:
     :class:`~harness.isolation.sandbox.SandboxError` for an unusable sandbox user."""
     if getattr(args, "in_process", False) or not getattr(args, "isolate", True):
         return None
+    users = sandbox_users(args.sandbox_user) if args.sandbox_user else ()
     return Limits(
         call_seconds=args.call_timeout,
         property_seconds=args.property_timeout,
@@ -99,7 +102,8 @@ def limits_from(args: argparse.Namespace) -> Limits | None:
         cpu_seconds=args.cpu_limit,
         reply_bytes=args.reply_limit,
         child_prefix=tuple(shlex.split(args.child_prefix)),
-        sandbox=sandbox_user(args.sandbox_user) if args.sandbox_user else None,
+        sandbox=users[0] if users else None,
+        worker_sandboxes=users[1:],
     )
 
 

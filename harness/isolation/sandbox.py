@@ -1,8 +1,11 @@
 """The sandbox user: the child runs as an unprivileged user of its own, and every
 process of that user is killed when a child ends.
 
-``--sandbox-user NAME`` (the Gradescope bundle's default: ``setup.sh`` creates
-``mmspec-grader``) needs a grader running as root. The child's command is then run
+``--sandbox-user NAME[,NAME...]`` (the Gradescope bundle's default: ``setup.sh`` creates
+``mmspec-grader`` and one more user for each forked worker, ``mmspec-grader-1``, ...)
+needs a grader running as root. The first user runs the grader's own child; each forked
+worker (``--jobs``) claims one of the others for its children, so that burying one
+worker's child (every process of its user) never touches another's. The child's command is then run
 behind ``setpriv`` (util-linux, in every Debian and Ubuntu image) with that user's uid
 and gid, no supplementary groups and ``no_new_privs`` (no setuid program gives the
 privileges back). So the submission cannot signal the grader or the reaper (another
@@ -15,11 +18,13 @@ so :func:`kill_user_processes` finds it wherever it went (docs/grading.md, Isola
 
 from __future__ import annotations
 
+import math
 import os
 import pwd
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 #: The sandbox user's name unless told otherwise (``setup.sh`` creates it).
 DEFAULT_USER = "mmspec-grader"
@@ -63,6 +68,54 @@ def sandbox_user(name: str) -> SandboxUser:
     if os.geteuid() != 0:
         raise SandboxError(f"running the child as {name!r} needs a grader running as root")
     return SandboxUser(name, entry.pw_uid, entry.pw_gid)
+
+
+def sandbox_users(names: str) -> tuple[SandboxUser, ...]:
+    """The users of a comma-separated list (``--sandbox-user``), each checked usable by
+    :func:`sandbox_user`, none named twice (two workers sharing a user would bury each
+    other's children)."""
+    listed = [name.strip() for name in names.split(",")]
+    if not all(listed):
+        raise SandboxError(f"an empty name in the sandbox users {names!r}")
+    twice = sorted({name for name in listed if listed.count(name) > 1})
+    if twice:
+        raise SandboxError(f"the sandbox user {', '.join(twice)} is named twice")
+    users = tuple(sandbox_user(name) for name in listed)
+    shared = sorted({u.name for u in users if [v.uid for v in users].count(u.uid) > 1})
+    if shared:
+        raise SandboxError(f"the sandbox users {', '.join(shared)} share a uid")
+    return users
+
+
+#: Where a cgroup (v2, then v1) states the CPU time its processes may use per period.
+CPU_QUOTA_FILES = (
+    (Path("/sys/fs/cgroup/cpu.max"), None),
+    (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")),
+)
+
+
+def usable_cpus(quota_files: tuple[tuple[Path, Path | None], ...] = CPU_QUOTA_FILES) -> int:
+    """How many CPUs this process may keep busy: the CPUs it may run on, fewer where its
+    cgroup's CPU quota allows less (a container given half a CPU has one usable, however
+    many the machine shows), at least one. An isolated grade runs a worker and its child
+    per CPU: more workers than that only take turns, each round trip slower."""
+    count = len(os.sched_getaffinity(0))
+    for quota_file, period_file in quota_files:
+        try:
+            words = quota_file.read_text(encoding="ascii").split()
+            if period_file is not None:
+                words = [words[0], *period_file.read_text(encoding="ascii").split()[:1]]
+            quota, period = words[0], words[1]
+        except (OSError, IndexError):
+            continue
+        if quota in ("max", "-1"):
+            break
+        try:
+            count = min(count, math.floor(int(quota) / int(period)))
+        except (ValueError, ZeroDivisionError):
+            continue
+        break
+    return max(1, count)
 
 
 def user_processes(uid: int) -> list[int]:

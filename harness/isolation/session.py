@@ -26,6 +26,7 @@ what each is reported as) is one state machine, read in one place.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import shutil
@@ -48,6 +49,7 @@ from harness.isolation.proxy import (
     proxy_class,
     rebuilt_error,
 )
+from harness.isolation.sandbox import SandboxUser
 from harness.isolation.standins import StandIns
 from harness.isolation.supervisor import Child, ChildGone, Limits, size_text
 from harness.loader import (
@@ -135,6 +137,8 @@ class IsolatedSession:
         self._used = 0.0
         #: The process that owns ``_child`` (a forked worker starts a child of its own).
         self._owner = os.getpid()
+        #: The lock on the worker user a forked worker claimed (:meth:`_claim_worker_user`).
+        self._claim: int | None = None
         try:
             self._info = self._start()
         except BaseException:
@@ -234,27 +238,52 @@ class IsolatedSession:
             info = self._start()
         except AdapterLoadError as e:
             self._death = f"restarting the child failed: {'; '.join(e.problems)}"
+            if self._child is not None:  # never reused: it holds no adapter
+                self._child.kill("its adapter did not load")
             return
         if (info["name"], info["provided"]) != (self._info["name"], self._info["provided"]):
             self._death = "the adapter loaded differently when the child was restarted"
 
-    @property
-    def forks(self) -> bool:
-        """Whether forked workers may each run a child of their own: not as a sandbox
-        user, since burying one child kills every process of that user (the other
-        workers' children too)."""
-        return self.limits.sandbox is None
+    def workers(self, jobs: int) -> int:
+        """How many forked workers may each run a child of their own: ``jobs``; under a
+        sandbox user, one per worker user (:attr:`Limits.worker_sandboxes`), since burying
+        a child kills every process of its user — and so one process where there is none."""
+        if self.limits.sandbox is None:
+            return jobs
+        return max(1, min(jobs, len(self.limits.worker_sandboxes)))
 
     def _leave_parents_child(self) -> None:
         """In a process forked from the session's owner (the runner's ``jobs``): the
         inherited child is the parent's, so only this process's copy of its socket is
         closed (the parent keeps talking to it) and the next property starts a child of
-        this process's own."""
+        this process's own — under a sandbox, as a worker user this process claims."""
         self._owner = os.getpid()
         if self._child is not None:
             self._child.sock.close()
             self._child = None
         self._drops = []
+        if self.limits.sandbox is not None:
+            # never the parent's user: burying this worker's child would kill its child
+            claimed = self._claim_worker_user()
+            if claimed is None:  # workers() forks no more workers than there are users
+                raise RuntimeError("no sandbox user is free for this forked worker's child")
+            self.limits = replace(self.limits, sandbox=claimed)
+
+    def _claim_worker_user(self) -> SandboxUser | None:
+        """A worker user no other live worker holds: a lock on a file of its own in this
+        session's folder (the grader's alone), held until this process ends, when the
+        system releases it (a worker that died frees its user for its replacement)."""
+        for index, user in enumerate(self.limits.worker_sandboxes):
+            lock = self._folder / f"worker-user-{index}.lock"
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._claim = fd  # kept open: the lock is this process's while it lives
+            return user
+        return None
 
     def close(self) -> None:
         if self._owner != os.getpid():

@@ -53,6 +53,9 @@ class Limits:
     child_prefix: tuple[str, ...] = ()
     #: The unprivileged user the child runs as (:mod:`.sandbox`); None: the grader's.
     sandbox: SandboxUser | None = None
+    #: The users a forked worker's children run as, one worker each (``--sandbox-user
+    #: A,B,C``: B and C); none: under a sandbox user the grade runs in one process.
+    worker_sandboxes: tuple[SandboxUser, ...] = ()
 
     def command(self, words: list[str]) -> list[str]:
         """The command line that runs ``words`` (a Python command) as the child: under
@@ -70,7 +73,9 @@ class Limits:
     def describe(self) -> str:
         prefix = f", child prefix {' '.join(self.child_prefix)!r}" if self.child_prefix else ""
         if self.sandbox is not None:
-            prefix = f", as user {self.sandbox.name}{prefix}"
+            workers = ", ".join(user.name for user in self.worker_sandboxes)
+            workers = f" (a forked worker's children: one of {workers})" if workers else ""
+            prefix = f", as user {self.sandbox.name}{workers}{prefix}"
         return (
             f"child process (per call {_seconds(self.call_seconds)}, per property "
             f"{_seconds(self.property_seconds)}, memory {size_text(self.memory_bytes)}, "
