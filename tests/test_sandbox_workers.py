@@ -48,6 +48,18 @@ def test_usable_cpus_counts_the_cgroups_quota(tmp_path: Path) -> None:
     assert usable_cpus(_quota(tmp_path, "garbage\n")) == affinity
 
 
+def test_usable_cpus_where_the_system_has_no_affinity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # macOS has no sched_getaffinity: every CPU counts, the quota still caps
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert usable_cpus(((tmp_path / "absent", None),)) == 8
+    assert usable_cpus(_quota(tmp_path, "300000 100000\n")) == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert usable_cpus(((tmp_path / "absent", None),)) == 1
+
+
 def test_sandbox_users_are_checked_and_never_named_twice() -> None:
     if os.geteuid() != 0:
         with pytest.raises(SandboxError, match="needs a grader running as root"):

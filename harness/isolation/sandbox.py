@@ -99,7 +99,8 @@ def usable_cpus(quota_files: tuple[tuple[Path, Path | None], ...] = CPU_QUOTA_FI
     cgroup's CPU quota allows less (a container given half a CPU has one usable, however
     many the machine shows), at least one. An isolated grade runs a worker and its child
     per CPU: more workers than that only take turns, each round trip slower."""
-    count = len(os.sched_getaffinity(0))
+    affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere, every CPU
+    count = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
     for quota_file, period_file in quota_files:
         try:
             words = quota_file.read_text(encoding="ascii").split()
