@@ -162,7 +162,9 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
         if len(result.failures) > 1:
             lines.append(f"-- failure {number} of {len(result.failures)} --")
         lines += _failure(report, result, failure)
-    aside = list(dict.fromkeys(f.clause for f in result.failures if f.clause is not None))
+    aside = list(dict.fromkeys(
+        [*result.set_aside, *(f.clause for f in result.failures if f.clause is not None)]
+    ))
     if result.passed:
         lines.append(
             f"judged on the runs in which {', '.join(aside)} held (the runs breaking them set "
@@ -173,7 +175,7 @@ def _section(report: Report, result: PropertyResult, replay_options: str = "") -
         why = result.blocked_because or "blocked by the failure above"
         lines.append(f"not checked to the end: {', '.join(blocked)} ({why})")
     lines.append("replay:")
-    for set_aside in dict.fromkeys(f.set_aside for f in result.failures) or [()]:
+    for set_aside in dict.fromkeys(f.set_aside for f in result.failures) or [result.set_aside]:
         lines.append(f"  {replay_command(report, result.name, set_aside, replay_options)}")
     examples = [
         example_replay_command(report, result.name, f, replay_options)

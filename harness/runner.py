@@ -132,7 +132,8 @@ class PropertyResult:
     #: Why a run is VACUOUS or not provided.
     detail: str = ""
     seconds: float = 0.0
-    #: Clauses judged ``pass`` on the runs that set the failing clauses aside.
+    #: Clauses judged ``pass`` on the runs that set the failing clauses (or those set
+    #: aside on request) aside.
     passed: tuple[str, ...] = ()
     #: Why the clauses neither failed nor passed are ``blocked``.
     blocked_because: str = ""
@@ -149,12 +150,12 @@ class PropertyResult:
             return Verdict.NOT_PROVIDED
         if clause in self.set_aside:
             return Verdict.BLOCKED
+        if clause in self.passed:  # judged on the runs the failing clauses left
+            return Verdict.PASS
         if self.verdict not in (Verdict.FAIL, Verdict.ERROR):
             return self.verdict
         if any(f.verdict is Verdict.FAIL and f.clause == clause for f in self.failures):
             return Verdict.FAIL
-        if clause in self.passed:
-            return Verdict.PASS
         if any(f.verdict is Verdict.ERROR for f in self.failures):
             return Verdict.ERROR
         return Verdict.BLOCKED
@@ -327,6 +328,8 @@ def run_property(
     result = once(tuple(set_aside))
     if not per_clause or replay is not None or transform is not None:
         return result
+    if set_aside and result.verdict is Verdict.VACUOUS and result.transitions:
+        return _judged_beside(spec, result)
     failures, aside, extra = list(result.failures), tuple(set_aside), 0.0
     if result.verdict is not Verdict.FAIL or any(f.verdict is not Verdict.FAIL for f in failures):
         return result
@@ -364,6 +367,28 @@ def run_property(
         if crashed:
             return _combined(result, [*failures, *new, *crashed], (), "", extra)
         return _combined(result, failures, (), _why_not_judged(again, aside), extra)
+
+
+def _judged_beside(spec: PropertySpec, result: PropertyResult) -> PropertyResult:
+    """A run with clauses set aside on request (``--set-aside``, a per-clause failure's
+    replay) that was VACUOUS: the clauses whose judging transitions it reached often
+    enough pass, and the rest are ``blocked`` with why — the words the per-clause rerun
+    of :func:`run_property` gives the same run (SPEC.md "## Transitions")."""
+    remaining = tuple(c for c in spec.clauses if c not in result.set_aside)
+    judged, unreached = _judged_by_coverage(spec.name, remaining, result.transitions)
+    if not judged:
+        return result
+    why = (
+        f"with runs that break {', '.join(result.set_aside)} set aside, the transitions "
+        f"that judge them were reached fewer than {MIN_TRANSITION_HITS} times: "
+        + ", ".join(unreached)
+    )
+    return dataclasses.replace(
+        result,
+        verdict=Verdict.BLOCKED,
+        passed=judged,
+        blocked_because=f"{result.blocked_because}; {why}" if unreached else result.blocked_because,
+    )
 
 
 def _combined(

@@ -90,3 +90,22 @@ def test_a_clause_is_judged_when_the_transitions_that_judge_it_were_reached() ->
     assert verdicts["ECM-7"] is Verdict.BLOCKED, render(report)
     because = report.results["EncoderCacheMachine"].blocked_because
     assert "drain_freed" in because and "judges ECM-7" in because, because
+
+
+def test_the_set_aside_replay_gives_the_words_the_per_clause_run_gave() -> None:
+    """Replayed with ``--set-aside ECM-5`` (what the report of the run above says to
+    run), the run in which ECM-5 holds is VACUOUS as a whole (drain_freed is short), and
+    its rows say what the per-clause rerun said of it: the clauses judged pass, ECM-7
+    blocked with the same why; and its replay line is that same run."""
+    entry = "adapters.zoo.ecm_evicts_one_short"
+    per_clause = verify(entry, "ci", ["EncoderCacheMachine"])
+    replayed = verify(entry, "ci", ["EncoderCacheMachine"], set_aside=["ECM-5"])
+    before = {row.clause: row.verdict for row in per_clause.rows if row.clause != "ECM-5"}
+    after = {row.clause: row.verdict for row in replayed.rows if row.clause != "ECM-5"}
+    assert after == before, render(replayed)
+    assert {row.clause: row.verdict for row in replayed.rows}["ECM-5"] is Verdict.BLOCKED
+    because = replayed.results["EncoderCacheMachine"].blocked_because
+    assert "set aside: --set-aside ECM-5" in because and "judges ECM-7" in because, because
+    text = render(replayed)
+    assert "--only EncoderCacheMachine --set-aside ECM-5" in text, text
+    assert "judged on the runs in which ECM-5 held" in text, text
