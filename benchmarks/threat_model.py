@@ -39,6 +39,9 @@ EARNS: dict[str, tuple[int, int] | None] = {
     "mutate_inputs": (5, 5),
     "factory_generator_exit": None,
     "import_interrupt": None,
+    # no processor of its own, and the reference stands in from the grader only (issue
+    # 32): its expansion item is "not provided", 0 points, where the others bring one
+    "sandbox_escape": (0, 0),
 }
 SECRET = "8675309"
 
