@@ -120,3 +120,26 @@ def test_each_forked_worker_claims_a_worker_user_of_its_own(tmp_path: Path) -> N
     assert claimed is not None and claimed.name == "first"
     for fd in (names_read, names_write, release_read, release_write):
         os.close(fd)
+
+
+def test_the_grader_says_when_a_sandbox_user_may_read_the_answer_key(tmp_path: Path) -> None:
+    """From a checkout the reference and the models are everyone's to read, so the grade
+    warns (a submission graded as the sandbox user could import the reference); once
+    they are root's alone, as the bundle's setup.sh makes them, it does not."""
+    from harness.isolation.sandbox import ANSWER_KEY, answer_key_open_to
+
+    for name in ANSWER_KEY:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("# the answer key\n")
+        path.chmod(0o644)
+    for folder in ("reference", "properties", "properties/models"):
+        (tmp_path / folder).chmod(0o755)
+    assert answer_key_open_to(NOBODY, tmp_path) == list(ANSWER_KEY)
+    (tmp_path / "reference").chmod(0o700)  # setup.sh: chmod -R go-rwx reference ...
+    (tmp_path / "properties" / "models").chmod(0o700)
+    (tmp_path / "properties" / "oracles.py").chmod(0o600)
+    assert answer_key_open_to(NOBODY, tmp_path) == []
+    # its own files are its own to read, whatever the others may
+    owner = SandboxUser("owner", os.getuid(), os.getgid())
+    assert answer_key_open_to(owner, tmp_path) == list(ANSWER_KEY)

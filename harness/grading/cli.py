@@ -21,9 +21,9 @@ from harness.isolation.options import (
     limits_from,
     show_submission_output,
 )
-from harness.isolation.sandbox import usable_cpus
+from harness.isolation.sandbox import answer_key_open_to, usable_cpus
 from harness.loader import NEEDS_REFERENCE, REFERENCE_REF
-from harness.names import HAS_REFERENCE
+from harness.names import HAS_REFERENCE, HOME
 from harness.profiles import PROFILES
 
 if TYPE_CHECKING:  # the student kit holds no exhaustive search (it drives the models)
@@ -157,6 +157,22 @@ def run_grade(args: argparse.Namespace) -> int:
             print(f"[grade] {message}", file=sys.stderr, flush=True)
 
     try:
+        limits = limits_from(args)
+    except ValueError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    for user in () if limits is None or limits.sandbox is None else (
+        limits.sandbox, *limits.worker_sandboxes
+    ):
+        readable = answer_key_open_to(user, HOME)
+        if readable:
+            print(f"mmspec grade: warning: the sandbox user {user.name} may read the answer key "
+                  f"({', '.join(readable)}): the submission could import the reference; "
+                  "gradescope/setup.sh makes it root's alone (chmod -R go-rwx reference "
+                  "properties/models ...)", file=sys.stderr)
+            break
+
+    try:
         report = grade(
             args.adapter,
             rubric,
@@ -166,7 +182,7 @@ def run_grade(args: argparse.Namespace) -> int:
             hide_seed=args.hide_seed,
             reproducers=not args.no_reproducers,
             progress=progress,
-            isolation=limits_from(args),
+            isolation=limits,
             jobs=args.jobs,
             exhaustive=_exhaustive(args),
         )

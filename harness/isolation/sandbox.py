@@ -87,6 +87,35 @@ def sandbox_users(names: str) -> tuple[SandboxUser, ...]:
     return users
 
 
+#: What a sandbox user must not read where the grader runs (setup.sh hides them): the
+#: reference, which stands in from the grader's process only, and the models.
+ANSWER_KEY = ("reference/adapter.py", "properties/models/encoder_cache.py", "properties/oracles.py")
+
+
+def answer_key_open_to(user: SandboxUser, home: Path) -> list[str]:
+    """The files of :data:`ANSWER_KEY` under ``home`` that ``user`` may read, by their and
+    their folders' mode bits (owner, group, others: the child runs with its own group
+    alone). From a checkout all of them: only the bundle's setup.sh hides them."""
+    def allows(path: Path, bit: int) -> bool:
+        st = path.stat()
+        if st.st_uid == user.uid:
+            return bool(st.st_mode & (bit << 6))
+        if st.st_gid == user.gid:
+            return bool(st.st_mode & (bit << 3))
+        return bool(st.st_mode & bit)
+
+    found = []
+    for name in ANSWER_KEY:
+        path = home / name
+        try:
+            folders = [home / Path(name).parents[i] for i in range(len(Path(name).parents) - 1)]
+            if allows(path, 4) and all(allows(folder, 1) for folder in folders):
+                found.append(name)
+        except OSError:
+            continue
+    return found
+
+
 #: Where a cgroup (v2, then v1) states the CPU time its processes may use per period.
 CPU_QUOTA_FILES = (
     (Path("/sys/fs/cgroup/cpu.max"), None),
