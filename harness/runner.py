@@ -60,7 +60,14 @@ from harness.loader import (
 )
 from harness.names import COMMAND
 from harness.profiles import DEFAULT_PROFILE, PROFILES, settings_for
-from properties.framework import ClauseViolation, Parts, PropertySpec, Runnable, setting_aside
+from properties.framework import (
+    ClauseViolation,
+    Parts,
+    PropertySpec,
+    Runnable,
+    keeps_own_cache,
+    setting_aside,
+)
 from spec.clauses import (
     MIN_TRANSITION_HITS,
     Clause,
@@ -762,10 +769,13 @@ def verify(
             tuple(c for c in set_aside if c in spec.clauses), per_clause, replay,
         )
 
+    judged_by_engine = _engine_owners(parts)
     with listening(heartbeat):
         results = _run_all(to_run, run_one, jobs if session is None else session.workers(jobs),
                            progress)
-    rows = tuple(_row(clause, name, registry, results, parts) for clause, name in pairs)
+    rows = tuple(
+        _row(clause, name, registry, results, parts, judged_by_engine) for clause, name in pairs
+    )
     return Report(
         adapter_ref=adapter_ref,
         adapter_name=loaded.name,
@@ -955,16 +965,35 @@ def _probed(probe: Callable[[Parts], str | None], parts: Parts) -> str | None:
         return f"not implemented (NotImplementedError: {e})"
 
 
+def _engine_owners(parts: Parts) -> Mapping[str, str]:
+    """Who provides each part of the engine composition: ``parts.provenance``, but for
+    the worker store where the engine loop standing in is given the fallback's, since
+    the adapter's keeps its own cache (:func:`harness.loader.build_parts`): a row an
+    engine machine judged names the code it ran."""
+    owners = dict(parts.provenance)
+    if parts.engine_worker_store is None:
+        return owners
+    try:
+        swapped = keeps_own_cache(parts.worker_store())
+    except Exception:  # noqa: BLE001 - a store that cannot be built is its rows' error
+        return owners
+    if swapped:
+        owners["worker_store"] = owners.get("engine_loop", "?")
+    return owners
+
+
 def _row(
     clause: str,
     name: str | None,
     registry: Mapping[str, PropertySpec],
     results: Mapping[str, PropertyResult],
     parts: Parts,
+    engine_owners: Mapping[str, str],
 ) -> ClauseRow:
     if name is None or name not in registry:
         return ClauseRow(clause, name or "—", None, Verdict.MISSING, "")
     spec = registry[name]
     result = results[name]
-    owners = dict.fromkeys(parts.provenance.get(c, "?") for c in spec.subject)
+    provenance = engine_owners if "engine_loop" in spec.subject else parts.provenance
+    owners = dict.fromkeys(provenance.get(c, "?") for c in spec.subject)
     return ClauseRow(clause, name, result.examples, result.verdict_for(clause), ", ".join(owners))

@@ -93,6 +93,10 @@ def test_the_reference_engine_is_given_the_reference_store_beside_a_self_managed
     else:
         report = verify(str(FIXTURE), "ci", only=only)
     assert set(_verdicts(report).values()) == {Verdict.PASS}, _verdicts(report)
+    # and its rows name the code they judged: the reference's alone, the fixture's store
+    # having been left out of the engine (the WRK rows name the fixture)
+    assert report.provenance["worker_store"] == "self_managed_store"
+    assert {row.implementations for row in report.rows} == {"reference"}, report.rows
 
 
 def test_without_the_swap_the_store_would_break_the_engine() -> None:
