@@ -353,11 +353,7 @@ def run_property(
         if again.verdict is Verdict.VACUOUS and again.transitions:
             judged, unreached = _judged_by_coverage(spec.name, remaining, again.transitions)
             if judged:
-                why = (
-                    f"with runs that break {', '.join(aside)} set aside, the transitions "
-                    f"that judge them were reached fewer than {MIN_TRANSITION_HITS} times: "
-                    + ", ".join(unreached)
-                )
+                why = _short_beside(aside, unreached)
                 return _combined(result, failures, judged, why, extra)
         new = [f for f in again.failures if f.verdict is Verdict.FAIL and f.clause not in aside]
         if again.verdict is Verdict.FAIL and new and len(new) == len(again.failures):
@@ -385,16 +381,18 @@ def _judged_beside(spec: PropertySpec, result: PropertyResult) -> PropertyResult
     judged, unreached = _judged_by_coverage(spec.name, remaining, result.transitions)
     if not judged:
         return result
-    why = (
-        f"with runs that break {', '.join(result.set_aside)} set aside, the transitions "
-        f"that judge them were reached fewer than {MIN_TRANSITION_HITS} times: "
-        + ", ".join(unreached)
-    )
-    return dataclasses.replace(
-        result,
-        verdict=Verdict.BLOCKED,
-        passed=judged,
-        blocked_because=f"{result.blocked_because}; {why}" if unreached else result.blocked_because,
+    why = result.blocked_because
+    if unreached:
+        why += "; " + _short_beside(result.set_aside, unreached)
+    return dataclasses.replace(result, verdict=Verdict.BLOCKED, passed=judged, blocked_because=why)
+
+
+def _short_beside(aside: Sequence[str], unreached: list[str]) -> str:
+    """Why clauses stay blocked on the runs in which ``aside`` held: the transitions
+    that judge them fell short there."""
+    return (
+        f"with runs that break {', '.join(aside)} set aside, the transitions that judge "
+        f"them were reached fewer than {MIN_TRANSITION_HITS} times: " + ", ".join(unreached)
     )
 
 

@@ -21,7 +21,7 @@ from harness.isolation.options import (
     limits_from,
     show_submission_output,
 )
-from harness.isolation.sandbox import answer_key_open_to, usable_cpus
+from harness.isolation.sandbox import SandboxUser, answer_key_open_to, usable_cpus
 from harness.loader import NEEDS_REFERENCE, REFERENCE_REF
 from harness.names import HAS_REFERENCE, HOME
 from harness.profiles import PROFILES
@@ -140,6 +140,19 @@ def _exhaustive(args: argparse.Namespace) -> Exhaustive | None:
     return Exhaustive(SCOPES[args.exhaustive], clone=_clone_mode(args))
 
 
+def _warn_if_answer_key_open(*users: SandboxUser) -> None:
+    """Say so on stderr when a sandbox user may read the answer key (from a checkout:
+    only the bundle's setup.sh hides it, docs/grading.md "Isolation")."""
+    for user in users:
+        readable = answer_key_open_to(user, HOME)
+        if readable:
+            print(f"mmspec grade: warning: the sandbox user {user.name} may read the answer key "
+                  f"({', '.join(readable)}): the submission could import the reference; "
+                  "gradescope/setup.sh makes it root's alone (chmod -R go-rwx reference "
+                  "properties/models ...)", file=sys.stderr)
+            return
+
+
 def run_grade(args: argparse.Namespace) -> int:
     if args.exhaustive and not HAS_REFERENCE:
         print(EXHAUSTIVE_IN_THE_KIT, file=sys.stderr)
@@ -161,16 +174,8 @@ def run_grade(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(str(e), file=sys.stderr)
         return EXIT_USAGE
-    for user in () if limits is None or limits.sandbox is None else (
-        limits.sandbox, *limits.worker_sandboxes
-    ):
-        readable = answer_key_open_to(user, HOME)
-        if readable:
-            print(f"mmspec grade: warning: the sandbox user {user.name} may read the answer key "
-                  f"({', '.join(readable)}): the submission could import the reference; "
-                  "gradescope/setup.sh makes it root's alone (chmod -R go-rwx reference "
-                  "properties/models ...)", file=sys.stderr)
-            break
+    if limits is not None and limits.sandbox is not None:
+        _warn_if_answer_key_open(limits.sandbox, *limits.worker_sandboxes)
 
     try:
         report = grade(

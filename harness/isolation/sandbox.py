@@ -5,8 +5,8 @@ process of that user is killed when a child ends.
 ``mmspec-grader`` and one more user for each forked worker, ``mmspec-grader-1``, ...)
 needs a grader running as root. The first user runs the grader's own child; each forked
 worker (``--jobs``) claims one of the others for its children, so that burying one
-worker's child (every process of its user) never touches another's. The child's command is then run
-behind ``setpriv`` (util-linux, in every Debian and Ubuntu image) with that user's uid
+worker's child (every process of its user) never touches another's. The child's command
+is then run behind ``setpriv`` (util-linux, in every Debian and Ubuntu image) with that user's uid
 and gid, no supplementary groups and ``no_new_privs`` (no setuid program gives the
 privileges back). So the submission cannot signal the grader or the reaper (another
 uid), lower their limits (``prlimit`` needs the same uid), read their command lines'
@@ -108,7 +108,7 @@ def answer_key_open_to(user: SandboxUser, home: Path) -> list[str]:
     for name in ANSWER_KEY:
         path = home / name
         try:
-            folders = [home / Path(name).parents[i] for i in range(len(Path(name).parents) - 1)]
+            folders = [home / folder for folder in Path(name).parents if folder != Path(".")]
             if allows(path, 4) and all(allows(folder, 1) for folder in folders):
                 found.append(name)
         except OSError:
