@@ -21,7 +21,7 @@ from harness.isolation.options import (
     limits_from,
     show_submission_output,
 )
-from harness.isolation.sandbox import SandboxUser, answer_key_open_to, usable_cpus
+from harness.isolation.sandbox import SandboxUser, answer_key_open_to, usable_workers
 from harness.loader import NEEDS_REFERENCE, REFERENCE_REF
 from harness.names import HAS_REFERENCE, HOME
 from harness.profiles import PROFILES
@@ -34,8 +34,9 @@ EXIT_FULL_MARKS, EXIT_POINTS_LOST, EXIT_USAGE = 0, 1, 2
 
 #: Processes a grade runs its properties in by default: one per CPU this process may keep
 #: busy (its cgroup's quota counted: a Gradescope autograder gets half a virtual CPU, so
-#: one, unless its settings give more); under a sandbox, at most one per worker user.
-DEFAULT_JOBS = usable_cpus()
+#: one, unless its settings give more), fewer where its cgroup's memory would not hold
+#: them; under a sandbox, at most one per worker user.
+DEFAULT_JOBS = usable_workers()
 
 
 #: ``grade --help`` ends with these (the module docstring says the same).
@@ -111,8 +112,9 @@ def add_grade_command(
     parser.add_argument(
         "--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
         help="run the properties in N processes, each with its own isolated child (the "
-        "report is the same for any N; default: the CPUs this process may use, here "
-        f"{DEFAULT_JOBS}; under --sandbox-user, at most one per name after the first)",
+        "report is the same for any N; default: the CPUs this process may use, fewer where "
+        f"its memory limit would not hold them, here {DEFAULT_JOBS}; under --sandbox-user, "
+        "at most one per name after the first)",
     )
     add_isolation_options(parser, isolated_by_default=True)
     add_exhaustive_option(parser)

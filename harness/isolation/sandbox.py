@@ -116,36 +116,107 @@ def answer_key_open_to(user: SandboxUser, home: Path) -> list[str]:
     return found
 
 
-#: Where a cgroup (v2, then v1) states the CPU time its processes may use per period.
-CPU_QUOTA_FILES = (
-    (Path("/sys/fs/cgroup/cpu.max"), None),
-    (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")),
-)
+#: Where cgroups are mounted, and where this process names its own.
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+#: The memory a grade's worker may take with its child, with room to spare: a full build's
+#: grade took 232 MiB at its peak in one worker and 415 MiB in two (PSS, the default
+#: rubric in ``grading``; docs/verdict_cost.md, sixteenth session).
+WORKER_MEMORY = 256 * 1024**2
 
 
-def usable_cpus(quota_files: tuple[tuple[Path, Path | None], ...] = CPU_QUOTA_FILES) -> int:
-    """How many CPUs this process may keep busy: the CPUs it may run on, fewer where its
+def _cgroup_dirs(controller: str | None, proc: Path, root: Path) -> list[Path]:
+    """The folders of this process's cgroup and of each cgroup above it, its own first:
+    under ``root`` for cgroup v2 (``controller`` None), under ``root/controller`` for v1.
+    A limit set on any of them binds. Inside a container the mount shows the container's
+    own cgroup as the root, and a path from ``proc`` that is not there is skipped."""
+    try:
+        lines = proc.read_text(encoding="ascii", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    path = "/"
+    for line in lines:
+        _number, _, rest = line.partition(":")
+        controllers, _, where = rest.partition(":")
+        if (controller is None and controllers == "") or (
+            controller is not None and controller in controllers.split(",")
+        ):
+            path = where
+            break
+    base = root if controller is None else root / controller
+    parts = [part for part in path.split("/") if part and part not in (".", "..")]
+    return [base.joinpath(*parts[:depth]) for depth in range(len(parts), -1, -1)]
+
+
+def cpu_quota_files(
+    proc: Path = PROC_CGROUP, root: Path = CGROUP_ROOT
+) -> tuple[tuple[Path, Path | None], ...]:
+    """Where a cgroup states the CPU time its processes may use per period: v2's
+    ``cpu.max``, v1's quota and period, for this process's cgroup and those above it."""
+    return (
+        *((folder / "cpu.max", None) for folder in _cgroup_dirs(None, proc, root)),
+        *(
+            (folder / "cpu.cfs_quota_us", folder / "cpu.cfs_period_us")
+            for folder in _cgroup_dirs("cpu", proc, root)
+        ),
+    )
+
+
+def memory_limit_files(proc: Path = PROC_CGROUP, root: Path = CGROUP_ROOT) -> tuple[Path, ...]:
+    """Where a cgroup states the memory its processes may use: v2's ``memory.max``, v1's
+    ``memory.limit_in_bytes``, for this process's cgroup and those above it."""
+    return (
+        *(folder / "memory.max" for folder in _cgroup_dirs(None, proc, root)),
+        *(folder / "memory.limit_in_bytes" for folder in _cgroup_dirs("memory", proc, root)),
+    )
+
+
+def usable_cpus(quota_files: tuple[tuple[Path, Path | None], ...] | None = None) -> int:
+    """How many CPUs this process may keep busy: the CPUs it may run on, fewer where a
     cgroup's CPU quota allows less (a container given half a CPU has one usable, however
     many the machine shows), at least one. An isolated grade runs a worker and its child
     per CPU: more workers than that only take turns, each round trip slower."""
     affinity = getattr(os, "sched_getaffinity", None)  # Linux; elsewhere, every CPU
     count = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-    for quota_file, period_file in quota_files:
+    for quota_file, period_file in cpu_quota_files() if quota_files is None else quota_files:
         try:
             words = quota_file.read_text(encoding="ascii").split()
             if period_file is not None:
                 words = [words[0], *period_file.read_text(encoding="ascii").split()[:1]]
             quota, period = words[0], words[1]
-        except (OSError, IndexError):
+            if quota not in ("max", "-1"):
+                count = min(count, math.floor(int(quota) / int(period)))
+        except (OSError, IndexError, ValueError, ZeroDivisionError):
             continue
-        if quota in ("max", "-1"):
-            break
-        try:
-            count = min(count, math.floor(int(quota) / int(period)))
-        except (ValueError, ZeroDivisionError):
-            continue
-        break
     return max(1, count)
+
+
+def memory_limit(limit_files: tuple[Path, ...] | None = None) -> int | None:
+    """The fewest bytes any of this process's cgroups may use (v2's ``memory.max``, v1's
+    limit), or None where none states one (``max``; v1's "unlimited" is near 2**63)."""
+    limits = []
+    for limit_file in memory_limit_files() if limit_files is None else limit_files:
+        try:
+            limit = int(limit_file.read_text(encoding="ascii").split()[0])
+        except (OSError, IndexError, ValueError):  # absent, or "max"
+            continue
+        if 0 < limit < 2**62:
+            limits.append(limit)
+    return min(limits, default=None)
+
+
+def usable_workers(
+    quota_files: tuple[tuple[Path, Path | None], ...] | None = None,
+    limit_files: tuple[Path, ...] | None = None,
+) -> int:
+    """How many workers a grade may run at once: one per usable CPU (:func:`usable_cpus`),
+    fewer where the cgroup's memory would not hold them (:data:`WORKER_MEMORY` each), at
+    least one. A CPU and its memory are separate settings of a Gradescope assignment: four
+    CPUs beside the default 768 MB hold three workers, where a fourth would have the grade
+    killed and the submission given no result."""
+    limit = memory_limit(limit_files)
+    cpus = usable_cpus(quota_files)
+    return max(1, cpus if limit is None else min(cpus, limit // WORKER_MEMORY))
 
 
 def user_processes(uid: int) -> list[int]:
